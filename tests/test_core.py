@@ -1,0 +1,375 @@
+"""Checks of bayesnotes.core that must hold across refactors: exact identities, references computed
+independently (scipy, quadrature, simulation), and a clear ValueError for bad input to every public function."""
+import time
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import autograd.numpy as anp
+from bayesnotes import core
+from bayesnotes.core import (Adam, NormalGamma, Target, adam, as_rng, as_target, banana, beta_binomial_update,
+                             breast_cancer_logistic,
+                             check_finite, check_positive, check_shape, correlated_gaussian, ess, figure_functions,
+                             funnel, kl_gauss, kl_mc, load_breast_cancer, load_digits01, load_iris_2d,
+                             load_old_faithful, log_normalize, logistic_regression, mvn_logpdf, mvn_sample,
+                             new_figure, normal_gamma_log_evidence, normal_gamma_update, progress,
+                             regenerate_figures, save_figure, value_and_grad)
+
+
+# ---------------------------------------------------------------- randomness
+def test_same_seed_same_result():
+    a = mvn_sample(5, [0., 1.], np.eye(2), size=10)
+    b = mvn_sample(np.random.default_rng(5), [0., 1.], np.eye(2), size=10)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, mvn_sample(6, [0., 1.], np.eye(2), size=10))
+
+
+@pytest.mark.parametrize("bad", [None, 1.5, "0", True, np.random.RandomState(0)])
+def test_as_rng_rejects(bad):
+    with pytest.raises(ValueError, match="rng"):
+        as_rng(bad)
+
+
+def test_checks_name_the_argument():
+    with pytest.raises(ValueError, match="^alpha must be finite"):
+        check_finite("alpha", [1, np.inf])
+    with pytest.raises(ValueError, match="^sigma must be positive"):
+        check_positive("sigma", 0.0)
+    assert check_positive("sigma", 0.0, strict=False) == 0.0
+    with pytest.raises(ValueError, match="^theta must have shape"):
+        check_shape("theta", np.zeros((2, 3)), (2, 2))
+
+
+def test_progress_passthrough():
+    assert list(progress(iter([1, 2]), enabled=False)) == [1, 2]
+    assert list(progress([1, 2], enabled=True, disable=True)) == [1, 2]
+
+
+# ---------------------------------------------------------------- log weights
+def test_log_normalize_and_ess_properties():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        lw = rng.normal(scale=5, size=50) + rng.normal(scale=300)   # arbitrary offset: invariance
+        W, lse = log_normalize(lw)
+        assert np.isclose(W.sum(), 1) and np.all(W >= 0)
+        assert np.isclose(lse, np.log(np.sum(np.exp(lw - lw.max()))) + lw.max())
+        e = ess(lw)
+        assert 1 - 1e-9 <= e <= 50 + 1e-9
+        assert np.isclose(e, ess(lw + 123.0))
+    assert np.isclose(ess(np.zeros(7)), 7)
+    assert np.isclose(ess(np.r_[0.0, np.full(9, -np.inf)]), 1)
+
+
+@pytest.mark.parametrize("bad,msg", [([], "non-empty"), (np.zeros((2, 2)), "1-d"), ([0, np.nan], "NaN"),
+                                     ([0, np.inf], r"\+inf"), ([-np.inf] * 3, "-inf everywhere")])
+def test_log_weights_bad_input(bad, msg):
+    with pytest.raises(ValueError, match=msg):
+        log_normalize(bad)
+    with pytest.raises(ValueError, match=msg):
+        ess(bad)
+
+
+# ---------------------------------------------------------------- Gaussians
+def test_mvn_logpdf_matches_scipy_and_shapes():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(4, 4)); S = A @ A.T + 0.5 * np.eye(4); m = rng.normal(size=4)
+    X = rng.normal(size=(3, 5, 4))
+    assert mvn_logpdf(X, m, S).shape == (3, 5)
+    assert np.allclose(mvn_logpdf(X, m, S), stats.multivariate_normal(m, S).logpdf(X))
+    assert np.isclose(mvn_logpdf(np.array([0.3]), [0.], 2.0), stats.norm(0, np.sqrt(2)).logpdf(0.3))
+
+
+def test_mvn_sample_moments():
+    S = np.array([[2., -.7], [-.7, 1.]])
+    n = 50000
+    x = mvn_sample(3, [1., 2.], S, size=n)
+    assert x.shape == (n, 2)
+    se_mean = np.sqrt(np.diag(S) / n)
+    assert np.all(np.abs(x.mean(0) - [1, 2]) < 4 * se_mean)
+    # sample covariance entries: SE of S_ij is sqrt((S_ii S_jj + S_ij^2) / n) for Gaussian data
+    C = np.cov(x.T)
+    se_cov = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)
+    assert np.all(np.abs(C - S) < 4 * se_cov)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(mean=[0., np.nan], cov=np.eye(2)), "mean must be finite"),
+    (dict(mean=np.zeros((2, 1)), cov=np.eye(2)), "mean must be 1-d"),
+    (dict(mean=[0., 0.], cov=np.eye(3)), r"cov must have shape"),
+    (dict(mean=[0., 0.], cov=[[1., 0.5], [0.4, 1.]]), "symmetric"),
+    (dict(mean=[0., 0.], cov=[[1., 2.], [2., 1.]]), "positive definite"),
+])
+def test_mvn_bad_input(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        mvn_logpdf(np.zeros(2), **kw)
+    with pytest.raises(ValueError, match=msg):
+        mvn_sample(0, size=3, **kw)
+
+
+def test_mvn_bad_x_and_size():
+    with pytest.raises(ValueError, match="x must have last dimension 2"):
+        mvn_logpdf(np.zeros(3), [0., 0.], np.eye(2))
+    with pytest.raises(ValueError, match="x must be finite"):
+        mvn_logpdf([np.nan, 0.], [0., 0.], np.eye(2))
+    for size in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="size"):
+            mvn_sample(0, [0.], [[1.]], size=size)
+
+
+# ---------------------------------------------------------------- KL
+def test_kl_gauss_properties_and_quadrature():
+    rng = np.random.default_rng(2)
+    for d in (1, 3):
+        A = rng.normal(size=(d, d)); S0 = A @ A.T + np.eye(d)
+        B = rng.normal(size=(d, d)); S1 = B @ B.T + np.eye(d)
+        m0, m1 = rng.normal(size=d), rng.normal(size=d)
+        assert kl_gauss(m0, S0, m1, S1) > 0
+        assert np.isclose(kl_gauss(m0, S0, m0, S0), 0, atol=1e-12)
+    # 1-d: against numerical integration of q log(q/p)
+    q, p = stats.norm(0.3, 0.8), stats.norm(-1.0, 1.7)
+    ref, _ = integrate.quad(lambda x: q.pdf(x) * (q.logpdf(x) - p.logpdf(x)), -20, 20)
+    assert np.isclose(kl_gauss(0.3, 0.64, -1.0, 1.7**2), ref, rtol=1e-8)
+
+
+def test_kl_mc_agrees_with_closed_form():
+    m0, S0 = np.array([0., 1.]), np.array([[1., .5], [.5, 2.]])
+    m1, S1 = np.array([1., 0.]), np.array([[2., -.3], [-.3, 1.]])
+    xs = mvn_sample(11, m0, S0, size=20000)
+    est, se = kl_mc(lambda x: mvn_logpdf(x, m0, S0), lambda x: mvn_logpdf(x, m1, S1), xs)
+    assert abs(est - kl_gauss(m0, S0, m1, S1)) < 4 * se
+
+
+def test_kl_bad_input():
+    with pytest.raises(ValueError, match="same length"):
+        kl_gauss([0., 0.], np.eye(2), [0.], 1.)
+    with pytest.raises(ValueError, match="S1 must be positive definite"):
+        kl_gauss(0., 1., 0., -1.)
+    with pytest.raises(ValueError, match="m0 must be finite"):
+        kl_gauss(np.nan, 1., 0., 1.)
+    with pytest.raises(ValueError, match="at least two draws"):
+        kl_mc(np.log, np.log, np.ones(1))
+    with pytest.raises(ValueError, match="not|finite"):
+        kl_mc(lambda x: np.log(x[:, 0]), lambda x: 0 * x[:, 0], -np.ones((5, 1)))
+
+
+# ---------------------------------------------------------------- conjugacy
+def test_beta_binomial_against_bayes_rule_on_grid():
+    a, b = beta_binomial_update(2., 3., 4, 10)
+    th = np.linspace(1e-4, 1 - 1e-4, 20001)
+    un = stats.beta.pdf(th, 2, 3) * stats.binom.pmf(4, 10, th)
+    post = un / np.trapezoid(un, th)
+    assert np.allclose(post, stats.beta.pdf(th, a, b), atol=1e-5)
+
+
+@pytest.mark.parametrize("args,msg", [((0, 1, 1, 2), "a must be positive"), ((1, -1, 1, 2), "b must be positive"),
+                                      ((1, 1, 3, 2), "k must be"), ((1, 1, 1, 2.5), "n must be"),
+                                      ((1, 1, -1, 2), "k must be")])
+def test_beta_binomial_bad_input(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        beta_binomial_update(*args)
+
+
+def test_normal_gamma_posterior_matches_sequential_and_evidence_chain_rule():
+    x = np.random.default_rng(4).normal(2.0, 1.5, size=12)
+    prior = (0.0, 0.5, 2.0, 3.0)
+    post = normal_gamma_update(x, *prior)
+    # updating one point at a time gives the same posterior (exactness of conjugacy)
+    p = prior
+    for xi in x:
+        p = tuple(normal_gamma_update(np.array([xi]), *p))
+    assert np.allclose(p, tuple(post))
+    # chain rule: log p(x) = sum_i log p(x_i | x_<i)
+    lz, p = 0.0, prior
+    for xi in x:
+        lz += normal_gamma_log_evidence(np.array([xi]), *p)
+        p = tuple(normal_gamma_update(np.array([xi]), *p))
+    assert np.isclose(lz, normal_gamma_log_evidence(x, *prior))
+    # marginal moments against simulation from the posterior
+    rng = np.random.default_rng(0)
+    tau = rng.gamma(post.a, 1 / post.b, size=200000)
+    mu = rng.normal(post.mu, 1 / np.sqrt(post.kappa * tau))
+    assert abs(mu.mean() - post.mean_mu) < 4 * mu.std() / np.sqrt(mu.size)
+    assert abs(tau.mean() - post.mean_tau) < 4 * tau.std() / np.sqrt(tau.size)
+    assert abs(mu.var() / post.var_mu - 1) < 0.02   # relative SE of a variance ~ sqrt(kurtosis-1 / n) << 0.02
+    assert NormalGamma(0, 1, 0.5, 1).var_mu == np.inf
+    assert NormalGamma(0, 1, 2, 1).logpdf(0.0, -1.0) == -np.inf
+
+
+@pytest.mark.parametrize("kw,msg", [(dict(x=[]), "non-empty"), (dict(x=np.ones((2, 2))), "1-d"),
+                                    (dict(x=[1., np.nan]), "x must be finite"), (dict(mu0=np.inf), "mu0"),
+                                    (dict(kappa0=0.), "kappa0"), (dict(a0=-1.), "a0"), (dict(b0=0.), "b0")])
+def test_normal_gamma_bad_input(kw, msg):
+    args = dict(x=[1., 2.], mu0=0., kappa0=1., a0=1., b0=1.) | kw
+    with pytest.raises(ValueError, match=msg):
+        normal_gamma_update(**args)
+    with pytest.raises(ValueError, match=msg):
+        normal_gamma_log_evidence(**args)
+
+
+# ---------------------------------------------------------------- targets
+@pytest.mark.parametrize("make", [lambda: correlated_gaussian(0.7, (1., 3.)), lambda: banana(0.2, 3.),
+                                  lambda: funnel(4, 1.5),
+                                  lambda: logistic_regression(*load_iris_2d(standardize=True), 2.0)])
+def test_target_gradients_by_finite_differences(make):
+    t = make()
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.normal(size=t.dim) * 0.5
+        fd = np.array([(t.logdensity(x + h) - t.logdensity(x - h)) / 2e-6 for h in 1e-6 * np.eye(t.dim)])
+        assert np.allclose(t.grad(x), fd, rtol=1e-5, atol=1e-6)
+    X = rng.normal(size=(5, t.dim)) * 0.5
+    v, G = t.value_and_grad_batch(X)
+    assert v.shape == (5,) and G.shape == (5, t.dim)
+    assert np.allclose(G, [t.grad(x) for x in X]) and np.allclose(v, [t.logdensity(x) for x in X])
+
+
+def test_targets_are_normalised_where_claimed():
+    for t in (correlated_gaussian(0.6, (1., 2.)), banana(0.3, 2.)):
+        Z, _ = integrate.dblquad(lambda b, a: np.exp(t.logdensity(np.array([a, b]))), -12, 12, -40, 60)
+        assert np.isclose(Z, 1, atol=1e-6)
+    f = funnel(2, 1.0)
+    Z, _ = integrate.quad(lambda v: integrate.quad(lambda x: np.exp(f.logdensity(np.array([v, x]))),
+                                                   -15 * np.exp(v / 2), 15 * np.exp(v / 2))[0], -9, 9)
+    assert np.isclose(Z, 1, atol=1e-6)
+
+
+def test_funnel_and_banana_moments_by_quadrature():
+    f = funnel(2, 1.0)
+    # nested quadrature with the inner range scaled to the conditional sd e^{v/2} (the neck is very narrow)
+    inner = lambda v: integrate.quad(lambda x: x**2 * np.exp(f.logdensity(np.array([v, x]))),
+                                     -15 * np.exp(v / 2), 15 * np.exp(v / 2))[0]
+    var_x, _ = integrate.quad(inner, -9, 9)
+    assert np.isclose(var_x, f.cov[1, 1], rtol=1e-5)
+    b = banana(0.3, 2.)
+    m2, _ = integrate.dblquad(lambda y, x: y * np.exp(b.logdensity(np.array([x, y]))), -12, 12, -40, 60)
+    v2, _ = integrate.dblquad(lambda y, x: y**2 * np.exp(b.logdensity(np.array([x, y]))), -12, 12, -40, 60)
+    assert abs(m2) < 1e-6 and np.isclose(v2, b.cov[1, 1], rtol=1e-5)
+
+
+def test_logistic_regression_likelihood_against_scipy():
+    X, y = load_iris_2d(standardize=True)
+    X = np.c_[np.ones(len(X)), X]
+    t = logistic_regression(X, y, prior_scale=1.5)
+    w = np.array([0.2, -1.0, 0.5])
+    eta = X @ w
+    ref = stats.bernoulli.logpmf(y, 1 / (1 + np.exp(-eta))).sum() + stats.norm(0, 1.5).logpdf(w).sum()
+    assert np.isclose(t.logdensity(w), ref)
+    bc = breast_cancer_logistic()
+    assert bc.dim == 31 and np.isfinite(bc.logdensity(np.zeros(31)))
+
+
+def test_target_bad_input():
+    with pytest.raises(ValueError, match="logdensity must be callable"):
+        Target(3.0, 1)
+    with pytest.raises(ValueError, match="dim must be a positive integer"):
+        Target(lambda x: 0.0, 0)
+    with pytest.raises(ValueError, match="mean must have shape"):
+        Target(lambda x: 0.0, 2, mean=np.zeros(3))
+    with pytest.raises(ValueError, match="dim is required"):
+        as_target(lambda x: 0.0)
+    with pytest.raises(ValueError, match="does not match"):
+        as_target(correlated_gaussian(), dim=3)
+    with pytest.raises(ValueError, match="logp must be"):
+        as_target(5, dim=1)
+    t = as_target(lambda x: anp.log(x[0]) - x[0], dim=1)
+    with pytest.raises(ValueError, match="x0 must have shape"):
+        t.check_point(np.zeros(2))
+    with pytest.raises(ValueError, match="x0 must be finite"):
+        t.check_point(np.array([np.nan]))
+    with pytest.raises(ValueError, match="log density at x0 is not finite"):
+        t.check_point(np.array([-1.0]))
+    with pytest.raises(ValueError, match="rho"):
+        correlated_gaussian(1.0)
+    with pytest.raises(ValueError, match="scales"):
+        correlated_gaussian(0.5, (1., 2., 3.))
+    with pytest.raises(ValueError, match="s1"):
+        banana(0.1, -1.)
+    with pytest.raises(ValueError, match="dim"):
+        funnel(1)
+    with pytest.raises(ValueError, match="scale"):
+        funnel(3, 0.)
+    X = np.ones((4, 2))
+    with pytest.raises(ValueError, match="X must be 2-d"):
+        logistic_regression(np.ones(4), np.zeros(4))
+    with pytest.raises(ValueError, match="y must have shape"):
+        logistic_regression(X, np.zeros(3))
+    with pytest.raises(ValueError, match="y must contain only 0 and 1"):
+        logistic_regression(X, np.array([0, 1, 2, 1]))
+    with pytest.raises(ValueError, match="prior_scale"):
+        logistic_regression(X, np.zeros(4), prior_scale=0)
+    with pytest.raises(ValueError, match="X must be finite"):
+        logistic_regression(X * np.nan, np.zeros(4))
+
+
+def test_value_and_grad():
+    f = value_and_grad(lambda x: anp.sum(x**3))
+    v, g = f([1.0, 2.0])
+    assert v == 9.0 and np.allclose(g, [3, 12])
+
+
+# ---------------------------------------------------------------- data
+def test_datasets():
+    F = load_old_faithful()
+    assert F.shape == (272, 2) and np.all(F > 0)
+    assert 1.5 < F[:, 0].min() < 2 and 90 < F[:, 1].max() < 100
+    X, y = load_breast_cancer(standardize=False, intercept=False)
+    assert X.shape == (569, 30) and y.sum() == 357
+    Xs, _ = load_breast_cancer()
+    assert np.allclose(Xs[:, 0], 1) and np.allclose(Xs[:, 1:].mean(0), 0) and np.allclose(Xs[:, 1:].std(0), 1)
+    Xi, yi = load_iris_2d(pair=None, features=(2, 3))
+    assert Xi.shape == (150, 2) and yi.sum() == 50
+    with pytest.raises(ValueError, match="pair must name iris species"):
+        load_iris_2d(pair=("setosa", "rose"))
+    D, lab = load_digits01()
+    assert D.shape == (1797, 64) and set(lab) == set(range(10))
+
+
+# ---------------------------------------------------------------- Adam
+def test_adam_matches_reference_update_and_converges():
+    # first step of Adam is lr * sign(g) (bias correction makes mhat/sqrt(vhat) = g/|g|)
+    opt = Adam(lr=0.1)
+    assert np.allclose(opt.step(np.zeros(3), np.array([2., -0.5, 1e-3])), [0.1, -0.1, 0.1], atol=1e-6)
+    # maximise a concave quadratic with a known optimum
+    A = np.array([[3., 1.], [1., 2.]]); b = np.array([1., -1.])
+    x, _ = adam(lambda x: b - A @ x, np.zeros(2), n_iter=4000, lr=0.02)
+    assert np.allclose(x, np.linalg.solve(A, b), atol=1e-4)
+
+
+def test_adam_bad_input():
+    for kw, msg in [(dict(lr=0), "lr"), (dict(lr=np.nan), "lr"), (dict(b2=1.0), "b2"), (dict(eps=-1), "eps")]:
+        with pytest.raises(ValueError, match=msg):
+            Adam(**kw)
+    with pytest.raises(ValueError, match="grad must have the shape"):
+        Adam().step(np.zeros(2), np.zeros(3))
+    with pytest.raises(ValueError, match="grad is not finite"):
+        Adam().step(np.zeros(2), np.array([np.nan, 0]))
+    with pytest.raises(ValueError, match="n_iter"):
+        adam(lambda x: x, np.zeros(1), n_iter=0)
+    with pytest.raises(ValueError, match="x0 must be finite"):
+        adam(lambda x: x, [np.inf], n_iter=1)
+
+
+# ---------------------------------------------------------------- figures
+def test_figures_and_regeneration(tmp_path):
+    from matplotlib.figure import Figure
+    fig, ax = new_figure()
+    assert isinstance(fig, Figure)
+    fns = figure_functions(core)
+    assert fns and all(n.startswith("fig_") for n in fns)
+    paths = regenerate_figures(core, tmp_path / "core", formats=("png", "svg"), progress_bar=False)
+    assert len(paths) == 2 * len(fns) and all(p.stat().st_size > 500 for p in paths)
+    assert {p.suffix for p in paths} == {".png", ".svg"}
+    assert save_figure(fig, tmp_path / "x" / "y", ("png",))[0].exists()
+    with pytest.raises(ValueError, match="no fig_"):
+        import types
+        regenerate_figures(types.ModuleType("empty"), tmp_path)
+
+
+def test_import_is_fast():
+    "import bayesnotes must stay well under a second (the heavy stack is imported lazily)."
+    code = "import time; t = time.perf_counter(); import bayesnotes; print(time.perf_counter() - t)"
+    t = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert t < 0.5, f"import bayesnotes took {t:.2f} s"
