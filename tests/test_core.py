@@ -194,6 +194,10 @@ def test_normal_gamma_posterior_matches_sequential_and_evidence_chain_rule():
     assert abs(mu.mean() - post.mean_mu) < 4 * mu.std() / np.sqrt(mu.size)
     assert abs(tau.mean() - post.mean_tau) < 4 * tau.std() / np.sqrt(tau.size)
     assert abs(mu.var() / post.var_mu - 1) < 0.02   # relative SE of a variance ~ sqrt(kurtosis-1 / n) << 0.02
+    ng = NormalGamma(0.3, 2.0, 3.0, 1.5)
+    mu_, tau_ = np.array([-1.0, 0.3, 2.0]), np.array([0.5, 1.0, 4.0])
+    ref = stats.gamma.logpdf(tau_, 3.0, scale=1 / 1.5) + stats.norm.logpdf(mu_, 0.3, 1 / np.sqrt(2.0 * tau_))
+    assert np.allclose(ng.logpdf(mu_, tau_), ref)
     assert NormalGamma(0, 1, 0.5, 1).var_mu == np.inf
     assert NormalGamma(0, 1, 2, 1).logpdf(0.0, -1.0) == -np.inf
 
