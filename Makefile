@@ -25,7 +25,7 @@ $(STAMP): settings.ini setup.py
 venv: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest $(TEST_ARGS) --durations=15 tests nbs
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest $(TEST_ARGS) --durations=15 tests nbs
 
 site: $(STAMP)
 	$(PY) tools/build_site.py

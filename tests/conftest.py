@@ -13,6 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")      # inherited by the nbval kernels
+# Two pytest-xdist workers on two cores: BLAS threads would only oversubscribe the CPUs (inherited by kernels).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import autograd.numpy as anp
 from bayesnotes import core
 from bayesnotes.core import (Adam, NormalGamma, Target, adam, as_rng, as_target, banana, beta_binomial_update,
                              breast_cancer_logistic,
-                             check_finite, check_positive, check_shape, correlated_gaussian, ess, figure_functions,
+                             check_count, check_finite, check_positive, check_shape, correlated_gaussian, ess, figure_functions,
                              funnel, kl_gauss, kl_mc, load_breast_cancer, load_digits01, load_iris_2d,
                              load_old_faithful, log_normalize, logistic_regression, mvn_logpdf, mvn_sample,
                              new_figure, normal_gamma_log_evidence, normal_gamma_update, progress,
@@ -39,6 +39,10 @@ def test_checks_name_the_argument():
     with pytest.raises(ValueError, match="^sigma must be positive"):
         check_positive("sigma", 0.0)
     assert check_positive("sigma", 0.0, strict=False) == 0.0
+    for bad in (0, -3, 2.5, True, "3", None):
+        with pytest.raises(ValueError, match="^n_draws must be an integer >= 1"):
+            check_count("n_draws", bad)
+    assert check_count("n", 0, minimum=0) == 0 and isinstance(check_count("n", np.int64(4)), int)
     with pytest.raises(ValueError, match="^theta must have shape"):
         check_shape("theta", np.zeros((2, 3)), (2, 2))
 
@@ -268,7 +272,7 @@ def test_logistic_regression_likelihood_against_scipy():
 def test_target_bad_input():
     with pytest.raises(ValueError, match="logdensity must be callable"):
         Target(3.0, 1)
-    with pytest.raises(ValueError, match="dim must be a positive integer"):
+    with pytest.raises(ValueError, match="dim must be an integer >= 1"):
         Target(lambda x: 0.0, 0)
     with pytest.raises(ValueError, match="mean must have shape"):
         Target(lambda x: 0.0, 2, mean=np.zeros(3))
@@ -327,6 +331,8 @@ def test_datasets():
     assert Xi.shape == (150, 2) and yi.sum() == 50
     with pytest.raises(ValueError, match="pair must name iris species"):
         load_iris_2d(pair=("setosa", "rose"))
+    Xr, yr = core.load_diabetes(standardize=False)
+    assert Xr.shape == (442, 10) and yr.min() > 0
     D, lab = load_digits01()
     assert D.shape == (1797, 64) and set(lab) == set(range(10))
 
