@@ -4,6 +4,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Small linear-algebra calls are much slower with multi-threaded BLAS on a busy 2-core machine
+# (and the test run already uses both cores), so every target runs single-threaded BLAS.
+export OMP_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
 # pytest-xdist: two workers; --dist loadfile keeps each notebook's cells on one worker, in order.
 TEST_ARGS ?= -n 2 --dist loadfile
 
@@ -25,7 +30,7 @@ $(STAMP): settings.ini setup.py
 venv: $(STAMP)
 
 test: $(STAMP)
-	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest $(TEST_ARGS) --durations=15 tests nbs
+	$(PY) -m pytest $(TEST_ARGS) --durations=15 tests nbs
 
 site: $(STAMP)
 	$(PY) tools/build_site.py
