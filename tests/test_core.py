@@ -270,6 +270,18 @@ def test_logistic_regression_likelihood_against_scipy():
     assert bc.dim == 31 and np.isfinite(bc.logdensity(np.zeros(31)))
 
 
+def test_target_hessian_and_raw_fn():
+    t = correlated_gaussian(0.8, (1., 2.))
+    assert np.allclose(t.hessian(np.array([0.3, -1.])), -np.linalg.inv(t.cov))
+    # a target with a user gradient: Hessian by central differences of that gradient
+    P = np.linalg.inv(t.cov)
+    t2 = Target(lambda x: -0.5 * x @ P @ x, 2, grad=lambda x: -P @ x)
+    assert np.allclose(t2.hessian(np.array([1., 2.])), -P, atol=1e-6)
+    import autograd
+    g = autograd.grad(lambda x: 2.0 * t.fn(x))(np.array([1., 1.]))
+    assert np.allclose(g, 2 * t.grad(np.array([1., 1.])))
+
+
 def test_target_bad_input():
     with pytest.raises(ValueError, match="logdensity must be callable"):
         Target(3.0, 1)
