@@ -1,0 +1,499 @@
+"""Tests for bayesnotes.vi (chapter 1: variational inference and the ELBO).
+
+Statistical tests use fixed seeds; each tolerance is a multiple (3-5) of a Monte Carlo standard error
+computed from the same draws, so a correct implementation fails with probability well below 1e-3, while
+a biased one (wrong sign, missing Jacobian, wrong scaling) fails by many standard errors.
+"""
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+import autograd
+import autograd.numpy as anp
+
+from bayesnotes.core import (Target, correlated_gaussian, kl_gauss, load_old_faithful, logistic_regression,
+                             mvn_logpdf, normal_gamma_log_evidence, normal_gamma_update)
+from bayesnotes.vi import (FullRankGaussian, MeanFieldGaussian, advi, cavi_gmm, cavi_ising, elbo,
+                           grid_posterior, ising_test_image, iwae_bound, laplace, logistic_example,
+                           logistic_predictive, normal_gamma_log_joint, normal_gamma_posterior,
+                           reparam_grad, score_function_grad, svi, to_constrained, to_unconstrained,
+                           unconstrain, vb_normal_gamma)
+
+
+# ---------------------------------------------------------------- helpers
+def gaussian_mean_model(N=12, sigma=1.3, tau=2.0, seed=0):
+    "x_n ~ N(theta, sigma^2), theta ~ N(0, tau^2): batched Target, exact posterior and log evidence."
+    x = 0.7 + sigma * np.random.default_rng(seed).standard_normal(N)
+    def logp(z):
+        th = z[..., 0]
+        return (-0.5 * anp.sum((x - th[..., None])**2, axis=-1) / sigma**2 - N * np.log(sigma)
+                - 0.5 * th**2 / tau**2 - np.log(tau) - 0.5 * (N + 1) * np.log(2 * np.pi))
+    vN = 1 / (1 / tau**2 + N / sigma**2)
+    mN = vN * x.sum() / sigma**2
+    logZ = float(mvn_logpdf(x, np.zeros(N), sigma**2 * np.eye(N) + tau**2))
+    return Target(logp, 1, batched=True), mN, vN, logZ
+
+
+def faithful_std():
+    X = load_old_faithful()
+    return (X - X.mean(0)) / X.std(0)
+
+
+def exact_gaussian_elbo(q, m_star, S_star):
+    "ELBO of a Gaussian q (as a function of its params) for the normalised target N(m_star, S_star), autograd-ready."
+    P = np.linalg.inv(S_star)
+    c = -0.5 * np.linalg.slogdet(2 * np.pi * S_star)[1]
+    def f(params):
+        qq = q.with_params(params)
+        m = qq.mean - m_star
+        if isinstance(qq, FullRankGaussian):
+            L = qq.chol
+            tr = anp.sum(P * anp.dot(L, anp.transpose(L)))
+        else:
+            tr = anp.sum(np.diag(P) * qq.scale**2)
+        return c - 0.5 * (anp.dot(m, anp.dot(P, m)) + tr) + qq.entropy()
+    return f
+
+
+# ---------------------------------------------------------------- families
+@pytest.mark.parametrize("family", [MeanFieldGaussian, FullRankGaussian])
+def test_family_sampling_matches_moments_and_is_reproducible(family):
+    m = np.array([1.0, -2.0, 0.5])
+    S = np.array([[1.0, 0.3, 0.0], [0.3, 2.0, -0.4], [0.0, -0.4, 0.5]])
+    if family is MeanFieldGaussian:
+        S = np.diag(np.diag(S))
+    q = family.from_moments(m, S)
+    Z = q.sample(0, 20000)
+    assert Z.shape == (20000, 3)
+    assert np.array_equal(Z, q.sample(np.random.default_rng(0), 20000))          # same seed, same draws
+    # sample mean within 4 standard errors sqrt(S_jj / n)
+    assert np.all(np.abs(Z.mean(0) - m) < 4 * np.sqrt(np.diag(S) / 20000))
+    # sample covariance: se of a covariance entry ~ sqrt((S_ii S_jj + S_ij^2) / n)
+    se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / 20000)
+    assert np.all(np.abs(np.cov(Z.T) - S) < 5 * se)
+    assert np.allclose(q.log_prob(Z[:5]), stats.multivariate_normal(m, S).logpdf(Z[:5]))
+    assert np.isclose(q.entropy(), stats.multivariate_normal(m, S).entropy())
+
+
+def test_family_bad_input():
+    with pytest.raises(ValueError, match="params"):
+        FullRankGaussian(3, np.zeros(4))
+    with pytest.raises(ValueError, match="params"):
+        MeanFieldGaussian(2, [0.0, np.nan, 0.0, 0.0])
+    with pytest.raises(ValueError, match="cov"):
+        MeanFieldGaussian.from_moments([0.0, 0.0], [[1.0, 0.5], [0.5, 1.0]])     # not diagonal
+    with pytest.raises(ValueError, match="cov"):
+        FullRankGaussian.from_moments([0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]])      # not PD
+    with pytest.raises(ValueError, match="z must have last dimension"):
+        FullRankGaussian(2).log_prob(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="rng"):
+        MeanFieldGaussian(2).sample(None, 3)
+    with pytest.raises(ValueError, match="dim"):
+        MeanFieldGaussian(1.5)
+
+
+# ---------------------------------------------------------------- ELBO
+def test_elbo_below_log_evidence_with_equality_at_posterior():
+    t, mN, vN, logZ = gaussian_mean_model()
+    rng = np.random.default_rng(1)
+    for m, s2 in [(mN, 0.3 * vN), (mN + 2 * np.sqrt(vN), vN), (mN - 0.5, 3 * vN), (mN, vN)]:
+        q = MeanFieldGaussian.from_moments([m], s2)
+        exact = logZ - kl_gauss(m, s2, mN, vN)                                     # reading (i): log Z - KL
+        est = elbo(t, q, 5000, rng)
+        assert abs(est.value - exact) < 4 * est.stderr + 1e-12                     # unbiased within MC error
+        assert exact <= logZ + 1e-12
+    est = elbo(t, MeanFieldGaussian.from_moments([mN], vN), 50, rng)               # q = exact posterior
+    assert np.isclose(est.value, logZ, atol=1e-10) and est.stderr < 1e-10
+
+
+def test_elbo_normal_gamma_vb_below_exact_evidence():
+    x = np.random.default_rng(4).normal(-1.0, 2.0, size=25)
+    vb = vb_normal_gamma(x, 0.5, 2.0, 3.0, 2.0, n_iter=30)
+    logZ = normal_gamma_log_evidence(x, 0.5, 2.0, 3.0, 2.0)
+    assert vb.elbo[-1] < logZ
+    # the closed-form bound agrees with a Monte Carlo ELBO of the same q (tolerance 4 standard errors)
+    rng = np.random.default_rng(0)
+    mu = rng.normal(vb.mu_N, 1 / np.sqrt(vb.kappa_N), 40000)
+    tau = rng.gamma(vb.a_N, 1 / vb.b_N, 40000)
+    logp = np.asarray(normal_gamma_log_joint(x, 0.5, 2.0, 3.0, 2.0).value_and_grad_batch(np.c_[mu, tau])[0])
+    ell = logp - vb.logpdf(mu, tau)
+    assert abs(ell.mean() - vb.elbo[-1]) < 4 * ell.std() / np.sqrt(ell.size)
+
+
+def test_elbo_bad_input():
+    t, mN, vN, _ = gaussian_mean_model()
+    q = MeanFieldGaussian.from_moments([mN], vN)
+    with pytest.raises(ValueError, match="n_samples"):
+        elbo(t, q, n_samples=0, rng=0)
+    with pytest.raises(ValueError, match="dimension"):
+        elbo(t, FullRankGaussian(3), rng=0)
+    with pytest.raises(ValueError, match="not finite"), np.errstate(all="ignore"):
+        elbo(lambda z: anp.log(z[0] - 100.0), q, rng=0)                            # -inf/NaN everywhere
+    with pytest.raises(ValueError, match="q must be a variational family"):
+        elbo(t, object(), rng=0)
+
+
+# ---------------------------------------------------------------- CAVI: Normal-Gamma
+@pytest.mark.parametrize("seed,prior", [(0, (0.0, 1.0, 1.0, 1.0)), (1, (2.0, 0.1, 5.0, 0.5)), (2, (-1.0, 10.0, 0.5, 3.0))])
+def test_vb_normal_gamma(seed, prior):
+    x = np.random.default_rng(seed).normal(1.0, 1.5, size=8 + 7 * seed)
+    vb = vb_normal_gamma(x, *prior, n_iter=25, init=(5.0, 0.1, 2.0, 7.0))
+    post = normal_gamma_posterior(x, *prior)
+    assert post == normal_gamma_update(x, *prior)
+    assert np.isclose(vb.mu_N, post.mu)                                 # mean of q(mu) = exact posterior mean
+    assert vb.a_N == prior[2] + (x.size + 1) / 2                        # a_N = a0 + (N + 1)/2
+    assert np.all(np.diff(vb.elbo) >= -1e-8)                            # monotone at every half-step
+    assert vb.elbo[-1] < normal_gamma_log_evidence(x, *prior)
+    assert vb.history.shape == (2 * 25 + 1, 4)
+    # the fixed point: kappa_N = (kappa0 + N) a_N / b_N
+    assert np.isclose(vb.kappa_N, (prior[1] + x.size) * vb.a_N / vb.b_N, rtol=1e-8)
+    # mean-field is over-confident about mu: Var_q(mu) < exact marginal variance
+    assert 1 / vb.kappa_N < post.var_mu
+
+
+def test_vb_normal_gamma_bad_input():
+    x = np.ones(5) + np.arange(5)
+    for kw in ({"kappa0": 0.0}, {"a0": -1.0}, {"b0": np.inf}):
+        with pytest.raises(ValueError, match=list(kw)[0]):
+            vb_normal_gamma(x, **kw)
+    with pytest.raises(ValueError, match="n_iter"):
+        vb_normal_gamma(x, n_iter=0)
+    with pytest.raises(ValueError, match="init"):
+        vb_normal_gamma(x, init=(0.0, -1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match="x"):
+        vb_normal_gamma(np.ones((2, 2)))
+
+
+# ---------------------------------------------------------------- CAVI: Ising
+@pytest.mark.parametrize("schedule,damping", [("checkerboard", 0.0), ("checkerboard", 0.5), ("checkerboard", 0.9),
+                                              ("parallel", 0.5)])
+def test_cavi_ising_monotone(schedule, damping):
+    img = ising_test_image(40)
+    for seed in range(3):
+        y = img + 2.0 * np.random.default_rng(seed).standard_normal(img.shape)
+        res = cavi_ising(y, J=1.0, sigma=2.0, n_iter=20, damping=damping, schedule=schedule)
+        assert np.all(np.diff(res.elbo) >= -1e-8)
+        assert res.snapshots.shape == (21, 40, 40) and np.all(np.abs(res.mean) <= 1)
+        assert np.mean(np.sign(res.mean) == img) > 0.85          # thresholding the noisy image gets ~0.69
+
+
+def test_cavi_ising_fixed_point_and_bound():
+    img = ising_test_image(24)
+    y = img + 1.5 * np.random.default_rng(0).standard_normal(img.shape)
+    res = cavi_ising(y, J=0.7, sigma=1.5, n_iter=200, damping=0.0, schedule="checkerboard")
+    mu = res.mean
+    nb = np.zeros_like(mu)
+    nb[1:] += mu[:-1]; nb[:-1] += mu[1:]; nb[:, 1:] += mu[:, :-1]; nb[:, :-1] += mu[:, 1:]
+    assert np.allclose(mu, np.tanh(0.7 * nb + y / 1.5**2), atol=1e-8)            # mean-field fixed point
+
+
+def test_cavi_ising_bad_input():
+    y = np.zeros((5, 5))
+    with pytest.raises(ValueError, match="damping"):
+        cavi_ising(y, damping=-0.1)
+    with pytest.raises(ValueError, match="sigma"):
+        cavi_ising(y, sigma=-1.0)
+    with pytest.raises(ValueError, match="schedule"):
+        cavi_ising(y, schedule="random")
+    with pytest.raises(ValueError, match="y"):
+        cavi_ising(np.full((3, 3), np.nan))
+    with pytest.raises(ValueError, match="init"):
+        cavi_ising(y, init=np.full((5, 5), 2.0))
+
+
+# ---------------------------------------------------------------- VBEM
+def test_vbem_faithful_prunes_to_two_components_monotone():
+    X = faithful_std()
+    for seed in range(4):
+        g = cavi_gmm(X, K=6, alpha0=1e-3, m0=np.zeros(2), W0=np.eye(2), nu0=2, rng=seed)
+        assert np.all(np.diff(g.elbo) >= -1e-8)
+        assert np.sum(g.weights > 0.01 / 6) == 2
+        big = np.sort(g.weights)[-2:]
+        assert np.allclose(big, [0.357, 0.643], atol=0.01)      # short and long eruptions, ~36% / ~64%
+        assert np.allclose(g.resp.sum(1), 1) and g.covariances.shape == (6, 2, 2)
+
+
+def mc_gmm_elbo(X, r, alpha, means, beta, nu, W, prior, S, rng):
+    "Per-draw log p(X, Z, theta) - log q(Z, theta), averaged over q(Z) = r exactly and over S draws of q(theta) (scipy densities)."
+    a0, b0, m0, W0, nu0 = prior
+    K = len(alpha)
+    pis = rng.dirichlet(alpha, S)
+    total = stats.dirichlet(np.full(K, a0)).logpdf(pis.T) - stats.dirichlet(alpha).logpdf(pis.T)
+    total = total - np.sum(special.xlogy(r, r))
+    def lognorm(x, m, C):                                                        # log N(x | m_s, C_s), batched
+        L = np.linalg.cholesky(C)
+        z = np.linalg.solve(L, np.swapaxes(x - m[:, None, :], 1, 2))            # (S, 2, n)
+        return -0.5 * np.sum(z**2, axis=1) - np.log(np.diagonal(L, axis1=1, axis2=2)).sum(1)[:, None] - np.log(2 * np.pi)
+    for k in range(K):
+        qW, pW = stats.wishart(df=nu[k], scale=W[k]), stats.wishart(df=nu0, scale=W0)
+        Lam = qW.rvs(S, random_state=rng)                                        # (S, 2, 2)
+        Sig = np.linalg.inv(Lam)
+        mu = means[k] + np.einsum("sij,sj->si", np.linalg.cholesky(Sig / beta[k]), rng.standard_normal((S, 2)))
+        total = total + (np.log(pis[:, k])[:, None] + lognorm(X[None], mu, Sig)) @ r[:, k]
+        total = total + (lognorm(mu[:, None, :], np.broadcast_to(m0, (S, 2)), Sig / b0)[:, 0]
+                         - lognorm(mu[:, None, :], np.broadcast_to(means[k], (S, 2)), Sig / beta[k])[:, 0]
+                         + pW.logpdf(np.moveaxis(Lam, 0, -1)) - qW.logpdf(np.moveaxis(Lam, 0, -1)))
+    return total
+
+
+def test_vbem_elbo_formula_matches_monte_carlo():
+    "The closed-form VBEM bound equals a Monte Carlo average over q(pi, mu, Lambda) of the log-ratio."
+    X = faithful_std()
+    prior = (1.0, 1.0, np.zeros(2), np.eye(2), 2.0)                # alpha0, beta0, m0, W0, nu0
+    kw = dict(K=3, alpha0=prior[0], beta0=prior[1], m0=prior[2], W0=prior[3], nu0=prior[4])
+    r = cavi_gmm(X, n_iter=5, rng=0, **kw).resp
+    g = cavi_gmm(X, n_iter=1, resp=r, **kw)                        # g.elbo[0]: bound at (r, q(theta) = M-step(r))
+    rng = np.random.default_rng(0)
+    tot = mc_gmm_elbo(X, r, g.alpha, g.means, g.beta, g.nu, g.W, prior, 2000, rng)
+    # q(theta) = M-step(r) is proportional to exp E_r[log p(X, Z, theta)], so the integrand is the same constant
+    # (the log normaliser) for every draw: the closed form must match it to rounding error, not just within MC error
+    assert tot.std() < 1e-8 and abs(tot.mean() - g.elbo[0]) < 1e-9 * abs(g.elbo[0])
+    # a q(theta) that is not optimal for r has a lower ELBO (4 Monte Carlo standard errors below)
+    tot2 = mc_gmm_elbo(X, r, g.alpha + 2, g.means + 0.05, 2 * g.beta, g.nu + 3, g.W, prior, 2000, rng)
+    assert tot2.mean() + 4 * tot2.std() / np.sqrt(tot2.size) < g.elbo[0]
+
+
+def test_vbem_bad_input():
+    X = faithful_std()
+    with pytest.raises(ValueError, match="alpha0"):
+        cavi_gmm(X, alpha0=-1.0, rng=0)
+    with pytest.raises(ValueError, match="K"):
+        cavi_gmm(X, K=0, rng=0)
+    with pytest.raises(ValueError, match="W0"):
+        cavi_gmm(X, W0=-np.eye(2), rng=0)
+    with pytest.raises(ValueError, match="resp"):
+        cavi_gmm(X, K=2, resp=np.ones((len(X), 2)))
+    with pytest.raises(ValueError, match="X"):
+        cavi_gmm(np.vstack([X, [np.nan, 0.0]]), rng=0)
+
+
+# ---------------------------------------------------------------- gradient estimators
+@pytest.mark.parametrize("family", [MeanFieldGaussian, FullRankGaussian])
+def test_gradient_estimators_unbiased_and_reparam_lower_variance(family):
+    t = correlated_gaussian(0.7, (1.0, 1.5))
+    q = family.from_moments([0.8, -0.5], np.diag([0.4, 3.0]) if family is MeanFieldGaussian else [[0.4, 0.2], [0.2, 3.0]])
+    true = autograd.grad(exact_gaussian_elbo(q, np.zeros(2), t.cov))(q.params)
+    sf = score_function_grad(t, q, 20000, rng=0)
+    sf0 = score_function_grad(t, q, 20000, rng=1, baseline=False)
+    rp = reparam_grad(t, q, 20000, rng=2)
+    for est in (sf, sf0, rp):
+        # |error| < 4.5 standard errors for every component (P = 4 or 5 components: family-wise ~3e-5)
+        assert np.all(np.abs(est.grad - true) < 4.5 * est.stderr + 1e-12)
+    assert np.all(rp.stderr < sf.stderr)
+
+
+def test_reparam_grad_zero_at_optimum_for_exact_family():
+    t = correlated_gaussian(0.5, (1.0, 2.0))
+    q = FullRankGaussian.from_moments(np.zeros(2), t.cov)
+    est = reparam_grad(t, q, 5000, rng=0)
+    assert np.all(np.abs(est.grad) < 4.5 * est.stderr + 1e-12)
+
+
+def test_gradient_estimators_bad_input():
+    t = correlated_gaussian(0.5)
+    with pytest.raises(ValueError, match="n_samples"):
+        score_function_grad(t, MeanFieldGaussian(2), n_samples=2, rng=0)       # baseline needs >= 4
+    with pytest.raises(ValueError, match="not finite"), np.errstate(all="ignore"):
+        reparam_grad(lambda z: anp.sqrt(z[0] - 50.0), MeanFieldGaussian(1), rng=0)
+
+
+# ---------------------------------------------------------------- ADVI, SVI, transforms
+def test_fullrank_advi_recovers_correlated_gaussian():
+    t = correlated_gaussian(0.9, (1.0, 2.0))
+    res = advi(t, family="fullrank", n_iter=1500, lr=lambda s: 0.05 / (1 + s / 200) ** 0.7, rng=0)
+    # tolerance: decaying-step Adam iterates fluctuate by a few hundredths at the end (measured sd ~0.02-0.05)
+    assert np.allclose(res.q.mean, 0.0, atol=0.1)
+    assert np.allclose(res.q.cov, t.cov, rtol=0.1, atol=0.1)
+    assert res.elbo.shape == (1500,)
+    again = advi(t, family="fullrank", n_iter=50, rng=5)
+    assert np.array_equal(again.q.params, advi(t, family="fullrank", n_iter=50, rng=5).q.params)   # reproducible
+
+
+def test_meanfield_advi_matches_conditional_precisions_and_patience_stops():
+    t = correlated_gaussian(0.8, (1.0, 1.0))
+    res = advi(t, family="meanfield", n_iter=3000, lr=0.05, rng=0, patience=50, window=50)
+    assert len(res.elbo) < 3000                                              # the stopping rule fired
+    assert np.allclose(np.diag(res.q.cov), 1 / np.diag(np.linalg.inv(t.cov)), rtol=0.15)
+
+
+def test_score_gradient_bbvi_moves_towards_the_optimum():
+    t = correlated_gaussian(0.0, (1.0, 1.0))
+    q0 = MeanFieldGaussian.from_moments([2.0, -2.0], [0.5, 0.5])
+    res = advi(t, family=q0, gradient="score", n_iter=400, lr=0.05, n_samples=20, rng=0)
+    assert np.linalg.norm(res.q.mean) < 0.5 and np.allclose(res.q.scale, 1.0, atol=0.3)
+
+
+def test_advi_with_transform_normal_gamma():
+    x = np.random.default_rng(3).normal(0.5, 1.0, size=10)
+    tz = unconstrain(normal_gamma_log_joint(x), [(None, None), (0, None)])
+    res = advi(tz, family="fullrank", n_iter=800, lr=lambda s: 0.08 / (1 + s / 200) ** 0.7, rng=0)
+    draws = to_constrained(res.q.sample(1, 40000), [(None, None), (0, None)])
+    post = normal_gamma_posterior(x)
+    # the Gaussian-in-(mu, log tau) family is not exact, so compare to 5% of the posterior scale
+    assert abs(draws[:, 0].mean() - post.mu) < 0.05 * np.sqrt(post.var_mu) + 0.02
+    assert abs(draws[:, 1].mean() - post.a / post.b) < 0.05 * post.a / post.b
+    assert np.all(draws[:, 1] > 0)
+
+
+def test_transforms_roundtrip_and_jacobian():
+    b = [(None, None), (1.0, None), (None, -2.0), (0.0, 1.0)]
+    z = np.random.default_rng(0).normal(size=(50, 4)) * 3
+    th = to_constrained(z, b)
+    assert np.allclose(to_unconstrained(th, b), z)
+    # a Beta(2, 3) density on (0, 1) integrates to one on the logit scale
+    ut = unconstrain(lambda th: anp.log(12.0) + anp.log(th[0]) + 2 * anp.log(1 - th[0]), [(0.0, 1.0)])
+    assert np.isclose(integrate.quad(lambda z: np.exp(ut.logdensity([z])), -30, 30)[0], 1.0, atol=1e-8)
+    with pytest.raises(ValueError, match="bounds"):
+        to_constrained(z, b[:3])
+    with pytest.raises(ValueError, match="bounds"):
+        unconstrain(ut, [(1.0, 1.0)])
+
+
+def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch():
+    "E_B[N/M sum_B log p(x_n|z)] = sum_n log p(x_n|z), and SVI converges to the full-batch ADVI fit."
+    rng = np.random.default_rng(0)
+    N, M = 300, 50
+    X = rng.normal(size=(N, 2))
+    y = (rng.random(N) < special.expit(X @ np.array([1.5, -1.0]))).astype(float)
+    def log_lik(Z, idx):
+        eta = anp.dot(Z, X[idx].T)
+        return anp.sum(y[idx] * eta - anp.logaddexp(0., eta), axis=-1)
+    log_prior = lambda Z: -0.5 * anp.sum(Z**2, axis=-1) - np.log(2 * np.pi)
+    z = np.array([[1.0, -0.5]])
+    full = float(log_lik(z, np.arange(N))[0])
+    vals = np.array([N / M * log_lik(z, rng.choice(N, M, replace=False))[0] for _ in range(3000)])
+    assert abs(vals.mean() - full) < 4 * vals.std() / np.sqrt(vals.size)
+    lr = lambda s: 0.1 / (1 + s / 100) ** 0.6
+    a = advi(logistic_regression(X, y, 1.0), family="meanfield", n_iter=2000, lr=lr, rng=1, average=0.5)
+    good = svi(log_prior, log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=2, average=0.5)
+    bad = svi(lambda Z: N / M * log_prior(Z), log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=2, average=0.5)
+    # tolerance 0.3 posterior sd: with Polyak averaging the leftover optimisation noise measured over seeds 2-4
+    # was at most 0.18 sd in the means and 4% in the sds
+    assert np.all(np.abs(good.q.mean - a.q.mean) < 0.3 * a.q.scale)
+    assert np.all(np.abs(good.q.scale / a.q.scale - 1) < 0.15)
+    # counting the prior N/M = 6 times shrinks the fit by ~1.6 posterior sds (noise ~0.2 sd)
+    assert np.linalg.norm(bad.q.mean) < np.linalg.norm(a.q.mean) - np.max(a.q.scale)
+    with pytest.raises(ValueError, match="batch_size"):
+        svi(log_prior, log_lik, N, 2, batch_size=0, rng=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        svi(log_prior, log_lik, N, 2, batch_size=N + 1, rng=0)
+    with pytest.raises(ValueError, match="n_data"):
+        svi(log_prior, log_lik, 0, 2, rng=0)
+    with pytest.raises(ValueError, match="callables"):
+        svi(None, log_lik, N, 2, rng=0)
+
+
+def test_advi_bad_input():
+    t = correlated_gaussian(0.5)
+    with pytest.raises(ValueError, match="family"):
+        advi(t, family="lowrank", rng=0)
+    with pytest.raises(ValueError, match="dim"):
+        advi(lambda z: -0.5 * anp.sum(z**2), rng=0)
+    with pytest.raises(ValueError, match="lr"):
+        advi(t, lr=-1.0, rng=0)
+    with pytest.raises(ValueError, match="family has dimension"):
+        advi(t, family=MeanFieldGaussian(3), rng=0)
+    with pytest.raises(ValueError, match="not finite|non-finite"), np.errstate(all="ignore"):
+        advi(lambda z: anp.log(z[0]) + anp.log(-z[0]), 1, n_iter=3, rng=0)
+
+
+# ---------------------------------------------------------------- IWAE
+def test_iwae_increases_with_K_towards_log_evidence():
+    t, mN, vN, logZ = gaussian_mean_model()
+    q = MeanFieldGaussian.from_moments([mN + 0.5 * np.sqrt(vN)], 2.0 * vN)     # imperfect but overdispersed
+    rng = np.random.default_rng(0)
+    Ls = [iwae_bound(t, q, K, n, rng) for K, n in ((1, 40000), (4, 10000), (16, 4000), (64, 1000), (256, 300))]
+    for a, b in zip(Ls, Ls[1:]):
+        assert b.value > a.value - 3 * np.hypot(a.stderr, b.stderr)
+    assert Ls[-1].value - Ls[0].value > 10 * np.hypot(Ls[0].stderr, Ls[-1].stderr)
+    assert all(L.value < logZ + 3 * L.stderr for L in Ls)
+    assert logZ - Ls[-1].value < 0.01
+    exact_elbo = logZ - kl_gauss(mN + 0.5 * np.sqrt(vN), 2.0 * vN, mN, vN)
+    assert abs(Ls[0].value - exact_elbo) < 4 * Ls[0].stderr                         # K = 1 is the ELBO
+
+
+def test_iwae_bad_input():
+    t, mN, vN, _ = gaussian_mean_model()
+    q = MeanFieldGaussian.from_moments([mN], vN)
+    with pytest.raises(ValueError, match="K"):
+        iwae_bound(t, q, K=0, rng=0)
+    with pytest.raises(ValueError, match="n"):
+        iwae_bound(t, q, K=2, n=1, rng=0)
+
+
+# ---------------------------------------------------------------- Laplace and predictions
+def test_laplace_exact_on_gaussian():
+    S = np.array([[1.5, -0.4, 0.2], [-0.4, 0.8, 0.1], [0.2, 0.1, 2.0]])
+    m = np.array([0.3, -1.0, 2.0])
+    P = np.linalg.inv(S)
+    logZ = -2.5
+    f = lambda w: logZ - 0.5 * anp.dot(w - m, anp.dot(P, w - m)) - 0.5 * np.linalg.slogdet(2 * np.pi * S)[1]
+    for logp in (f, Target(f, 3)):                                  # autograd Hessian and finite differences
+        res = laplace(logp, np.zeros(3))
+        assert np.allclose(res.mode, m, atol=1e-7)
+        assert np.allclose(res.cov, S, rtol=1e-6, atol=1e-8)
+        assert np.isclose(res.log_evidence, logZ, atol=1e-7)
+    res = laplace(f, np.zeros(3), grad=autograd.grad(f), hess=lambda w: -P)
+    assert np.allclose(res.cov, S)
+
+
+def test_laplace_logistic_matches_newton_closed_form_hessian():
+    X, y = logistic_example()
+    t = logistic_regression(X, y, prior_scale=10.0)
+    res = laplace(t, np.zeros(2))
+    p = special.expit(X @ res.mode)
+    Lam = np.eye(2) / 100 + (X * (p * (1 - p))[:, None]).T @ X      # S_N^-1 = S_0^-1 + sum yhat(1-yhat) phi phi^T
+    assert np.allclose(np.linalg.inv(res.cov), Lam, rtol=1e-5)
+    ref = grid_posterior(t)
+    assert abs(res.log_evidence - ref.log_evidence) < 0.1           # Laplace evidence is close here (see notebook)
+
+
+def test_laplace_bad_input():
+    f = lambda w: -0.5 * anp.sum(w**2)
+    with pytest.raises(ValueError, match="x0"):
+        laplace(f, np.array([np.nan, 0.0]))
+    with pytest.raises(ValueError, match="x0"):
+        laplace(f, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="maximum"):
+        laplace(lambda w: w[0] ** 3 - w[1] ** 2, np.zeros(2))
+    with pytest.raises(ValueError, match="x0"), np.errstate(all="ignore"):
+        laplace(lambda w: anp.log(w[0]), np.array([-1.0]))          # non-finite log density at the start
+
+
+def test_probit_approximation_against_quadrature():
+    def quad(mu, v):
+        s = np.sqrt(v)
+        return integrate.quad(lambda a: special.expit(a) * stats.norm.pdf(a, mu, s), mu - 40 * s, mu + 40 * s,
+                              epsabs=1e-12, limit=200)[0]
+    # one-dimensional projections: X = 1, mean = mu, cov = v
+    worst = 0.0
+    for mu in np.linspace(-4.5, 4.5, 10):
+        for v in (0.5, 5.0, 7.0, 25.0):
+            p = logistic_predictive([mu], [[v]], np.ones((1, 1)), "probit")[0]
+            q = logistic_predictive([mu], [[v]], np.ones((1, 1)), "quad")[0]
+            assert abs(q - quad(mu, v)) < 1e-7                   # Gauss-Hermite reference is accurate
+            worst = max(worst, abs(p - q))
+    assert worst < 0.011
+    # corrected maximum over |mu| <= 5, var <= 25 (the seed's 0.0107 is wrong): 0.01134 at mu = 5, var ~ 6.9
+    p = logistic_predictive([5.0], [[6.875]], np.ones((1, 1)))[0]
+    assert abs(abs(p - quad(5.0, 6.875)) - 0.011339) < 1e-5
+
+
+def test_logistic_predictive_monte_carlo_and_bad_input():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 3))
+    m, C = np.array([1.0, -0.5, 0.3]), np.array([[1.0, 0.2, 0.0], [0.2, 0.5, 0.1], [0.0, 0.1, 0.8]])
+    pq = logistic_predictive(m, C, X, "quad")
+    pmc = logistic_predictive(m, C, X, "mc", n_samples=40000, rng=1)
+    assert np.all(np.abs(pmc - pq) < 4 * 0.5 / np.sqrt(40000))          # MC error <= 0.5 / sqrt(S)
+    assert np.isclose(logistic_predictive(m, C, X[0], "quad"), pq[0])
+    with pytest.raises(ValueError, match="cov"):
+        logistic_predictive(m, -C, X)
+    with pytest.raises(ValueError, match="cov"):
+        logistic_predictive(m, np.eye(2), X)
+    with pytest.raises(ValueError, match="X"):
+        logistic_predictive(m, C, X[:, :2])
+    with pytest.raises(ValueError, match="mean"):
+        logistic_predictive([np.inf, 0, 0], C, X)
+    with pytest.raises(ValueError, match="method"):
+        logistic_predictive(m, C, X, method="laplace")
