@@ -39,4 +39,5 @@ setuptools.setup(
     extras_require={'dev': dev_requirements},
     python_requires='>=' + cfg['min_python'],
     zip_safe=False,
+    entry_points={'nbdev': [f"{cfg['lib_name']}={cfg['lib_name']}._modidx:d"]},
 )

@@ -1,0 +1,872 @@
+#!/usr/bin/env python
+"""Build the bayesnotes website: export the package, execute the notebooks, render the site.
+
+    python tools/build_site.py                 # build into _docs/ (settings.ini doc_path) and print where to open it
+    python tools/build_site.py --serve         # build, then serve on http://127.0.0.1:8000/ (search needs http)
+    python tools/build_site.py --exec-glob '00_core.ipynb|index.ipynb' --out /tmp/site --build-dir /tmp/build
+
+Steps
+1. `nbdev_export` the package (skip with --no-export).
+2. Execute every notebook of nbs/ into a staging copy (`_build/exec/`; nbs/ is never written) with nbclient,
+   saving widget state and skipping `#| eval: false` cells, with matplotlib's inline backend as Quarto's Jupyter
+   engine sets it. Each execution is cached, keyed on the notebook's content and the package's source, so
+   unchanged notebooks are not executed again (--force to redo). Per-notebook times are printed.
+3. With a real `quarto` on PATH (and no --fallback): `nbdev_docs` on a staging copy of the project whose nbs/
+   holds the executed notebooks; its `_docs` is copied to --out.
+4. Otherwise, the offline path: nbdev's own doc processors (`FilterDefaults`, what `nbdev_docs` runs) apply the
+   directives, render `show_doc` and remove hidden cells, without nbdev trying to install Quarto; citations
+   are resolved with pybtex (tools/citations.py) with a reference list per page; pages take nbdev's names
+   (00_core.ipynb -> core.html) and links to notebooks and nbdev's doc links are rewritten to match; smalldocs
+   renders the site from the top-level _quarto.yml; its HTML is post-processed (widget state embedded with
+   the jupyter-widgets HTML manager, nbdev links to undocumented anchors repaired, leftovers reported).
+
+Both engines get the same small changes to what nbdev does (see `prepare_for_docs` and `doc_filters`):
+- prose written under the `# Title` / `> description` of the first cell is kept (nbdev drops it);
+- `#| export` cells show their code, folded open under "Exported source" like nbdev's `#| exports`
+  (--hide-export-source for nbdev's default of showing only the show_doc);
+- nbdev's doc shell runs only the imports of cells it runs for their imports (not the computation in them),
+  the outputs the notebook was executed with are kept, show_doc copes with numpy-array defaults, and a
+  show_doc source link points at the notebook's own module when two modules export the same name.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import fnmatch
+import hashlib
+import html as htmllib
+import json
+import os
+import posixpath
+import re
+import shutil
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+HERE = Path(__file__).absolute().parent
+sys.path.insert(0, str(HERE))
+
+EXEC_VERSION = "2"  # bump to invalidate every cached execution
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
+WIDGETS_JS = "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@1/dist/embed-amd.js"
+REPR_RE = re.compile(r"^(interactive|VBox|HBox|Output|IntSlider|FloatSlider|Dropdown|Button|Checkbox)\(children=|^\w+\(value=.*, description=")
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+@dataclass
+class Result:
+    "What a build made."
+    out: Path
+    pages: dict = field(default_factory=dict)  # notebook (relative to nbs/) -> page (relative to out)
+    warnings: list = field(default_factory=list)
+    exec_times: dict = field(default_factory=dict)  # notebook -> seconds, for executed ones
+    engine: str = "smalldocs"
+
+    def warn(self, msg):
+        if msg not in self.warnings:
+            self.warnings.append(msg)
+            say(f"WARNING: {msg}")
+
+
+# ------------------------------------------------------------------------------------------ project
+class Project:
+    "The nbdev project: paths from settings.ini."
+
+    def __init__(self, root: Path):
+        from nbdev.config import get_config
+
+        self.root = root.resolve()
+        self.cfg = get_config(path=self.root)
+        self.nbs = Path(self.cfg.nbs_path).resolve()
+        self.lib = Path(self.cfg.lib_path).resolve()
+        self.doc_path = Path(self.cfg.doc_path)
+
+    def notebooks(self) -> list[PurePosixPath]:
+        "Every notebook nbdev would document, relative to nbs/, sorted (files and folders starting `_` or `.` skipped)."
+        from nbdev.doclinks import nbglob
+
+        return sorted(PurePosixPath(Path(p).relative_to(self.nbs).as_posix()) for p in nbglob(self.nbs))
+
+    def package_hash(self) -> str:
+        h = hashlib.sha256()
+        for f in sorted(self.lib.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
+                h.update(f.relative_to(self.lib).as_posix().encode())
+                h.update(f.read_bytes())
+        return h.hexdigest()
+
+    def doc_url_prefix(self) -> str:
+        "The absolute prefix nbdev puts on its doc links, e.g. https://bayesnotes.github.io/bayesnotes/."
+        from urllib.parse import urljoin
+
+        return urljoin(self.cfg.get("doc_host", "") + "/", self.cfg.get("doc_baseurl", "")).rstrip("/") + "/"
+
+    def quarto_yml(self) -> dict:
+        "The top-level _quarto.yml (nbs/_quarto.yml is a symlink to it), merged with its metadata-files."
+        import yaml
+
+        path = self.nbs / "_quarto.yml"
+        if not path.exists():
+            path = self.root / "_quarto.yml"
+        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for extra in cfg.get("metadata-files") or []:
+            p = self.nbs / extra
+            if p.exists():
+                cfg = _merge(yaml.safe_load(p.read_text(encoding="utf-8")) or {}, cfg)
+        return cfg
+
+
+def _merge(a: dict, b: dict) -> dict:
+    "Merge as Quarto does: b wins, nested dicts merged."
+    out = copy.deepcopy(a)
+    for k, v in (b or {}).items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def page_name(nb: PurePosixPath) -> PurePosixPath:
+    "nbdev's page for a notebook: the numeric prefix dropped, lower case, .html (00_core.ipynb -> core.html)."
+    from nbdev.doclinks import _nbpath2html
+
+    return PurePosixPath(_nbpath2html(Path(nb)).as_posix())
+
+
+def sidebar_order(cfg: dict) -> list[str]:
+    "The notebooks of website.sidebar.contents, in order (strings and {href/file: ...} entries, sections flattened)."
+    out = []
+
+    def walk(items):
+        for it in items or []:
+            if isinstance(it, str):
+                out.append(it)
+            elif isinstance(it, dict):
+                h = it.get("href") or it.get("file")
+                if h:
+                    out.append(h)
+                walk(it.get("contents"))
+
+    sb = (cfg.get("website") or {}).get("sidebar")
+    for bar in sb if isinstance(sb, list) else [sb]:
+        if isinstance(bar, dict):
+            walk(bar.get("contents"))
+    return out
+
+
+class project_cwd:
+    """Work inside a project folder. nbdev reads settings.ini from the working directory through
+    `get_config()`, which is cached: the cache is cleared on the way in and out so nbdev never acts on
+    another folder's config (e.g. writing the real repo's nbs/nbdev.yml while building a staging copy)."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def _clear(self):
+        from nbdev.config import get_config
+        from nbdev.doclinks import _build_lookup_table
+
+        get_config.cache_clear()
+        _build_lookup_table.cache_clear()
+
+    def __enter__(self):
+        self.old = os.getcwd()
+        os.chdir(self.path)
+        self._clear()
+
+    def __exit__(self, *exc):
+        os.chdir(self.old)
+        self._clear()
+
+
+# ------------------------------------------------------------------------------------------ export
+def export_package(proj: Project):
+    from nbdev.doclinks import nbdev_export
+
+    t = time.time()
+    os.environ.pop("IN_TEST", None)  # nbdev skips _modidx.py when IN_TEST is set
+    nbdev_export.__wrapped__()
+    say(f"exported {proj.cfg.lib_name} with nbdev_export ({time.time() - t:.1f} s)")
+
+
+# ------------------------------------------------------------------------------------------ execution
+def _directives(src: str) -> dict:
+    "The leading `#|` directives of a code cell, as nbdev reads them (`eval: false` -> {'eval:': ['false']})."
+    from nbdev.process import _directive
+
+    out = {}
+    for line in src.splitlines():
+        if not line.strip():
+            continue
+        if not re.match(r"\s*#\s*\|", line):
+            break
+        d = _directive(line)
+        if d:
+            out[d[0]] = d[1]
+    return out
+
+
+def _skip_eval(cell) -> bool:
+    return cell.get("cell_type") == "code" and [a.lower() for a in _directives(cell.get("source", "")).get("eval:", [])] == ["false"]
+
+
+def execute_notebook(src: Path, dest: Path, cwd: Path, timeout: int):
+    "Execute `src` into `dest` with nbclient (widget state stored, `#| eval: false` cells skipped)."
+    import tempfile
+
+    import nbformat
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    class Client(NotebookClient):
+        async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+            if _skip_eval(cell):
+                return cell
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+    nb = nbformat.read(src, as_version=4)
+    # IPC sockets in a private folder: no TCP port races with other kernels on a busy machine
+    with tempfile.TemporaryDirectory(prefix="bn-kernel-") as sockets:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+        # as Quarto's Jupyter engine does, start the kernel with matplotlib's inline backend, so a returned
+        # Figure is stored as an image even when the notebook never imports pyplot
+        try:
+            Client(nb, km=km, timeout=timeout, startup_timeout=120, resources={"metadata": {"path": str(cwd)}},
+                   extra_arguments=["--InteractiveShellApp.matplotlib=inline"],
+                   store_widget_state=True, allow_errors=False).execute()
+        finally:  # nbclient leaves a kernel manager it was given running
+            if km.has_kernel:
+                km.shutdown_kernel(now=False)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    nbformat.write(nb, tmp)
+    os.replace(tmp, dest)
+
+
+def _matches(nb: PurePosixPath, patterns: list[str] | None) -> bool:
+    if patterns is None:
+        return True
+    return any(fnmatch.fnmatch(nb.name, p) or fnmatch.fnmatch(str(nb), p) for p in patterns)
+
+
+def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: Result, *, execute: bool,
+                    patterns: list[str] | None, timeout: int, force: bool) -> dict:
+    "Put every notebook, executed or as it is, into build/exec; return {nb: staged path}."
+    staged, cache = {}, build / "exec"
+    pkg = proj.package_hash()
+    # the kernel imports the package from the repo even when it is not pip-installed
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(proj.root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    for nb in nbs:
+        src, dest = proj.nbs / nb, cache / nb
+        if not execute:
+            staged[nb] = src
+            say(f"  {nb}: not executed (--no-exec)")
+            continue
+        key = hashlib.sha256(b"|".join([EXEC_VERSION.encode(), src.read_bytes(), pkg.encode(), str(sys.version_info[:2]).encode()])).hexdigest()
+        keyfile = dest.with_name(dest.name + ".sha256")
+        fresh = dest.exists() and keyfile.exists() and keyfile.read_text().strip() == key
+        if fresh and not force:
+            staged[nb] = dest
+            say(f"  {nb}: unchanged, using the cached execution")
+            continue
+        if not _matches(nb, patterns):
+            staged[nb] = src
+            say(f"  {nb}: not executed (does not match --exec-glob)")
+            continue
+        t = time.time()
+        try:
+            execute_notebook(src, dest, (proj.nbs / nb).parent, timeout)
+        except Exception as e:  # nbclient's CellExecutionError carries the traceback
+            raise SystemExit(f"executing {nb} failed (the notebooks executed before it are cached):\n"
+                             + re.sub(r"\x1b\[[0-9;]*m", "", str(e)))
+        keyfile.write_text(key)
+        res.exec_times[str(nb)] = time.time() - t
+        staged[nb] = dest
+        say(f"  {nb}: executed in {res.exec_times[str(nb)]:.1f} s")
+    return staged
+
+
+# ------------------------------------------------------------------------------------------ nbdev processing
+def ensure_nbdev_lookup(proj: Project):
+    """Make nbdev's symbol lookup (doc links, show_doc's source links) know this package even when it is
+    not installed with its `nbdev` entry point, by adding the entry point setup.py would declare."""
+    import importlib.metadata as md
+
+    import nbdev.doclinks as dl
+
+    name = proj.cfg.lib_name
+    orig = dl.entry_points
+    if getattr(orig, "_bayesnotes_patched", False):
+        return
+
+    def entry_points(**kw):
+        eps = orig(**kw)
+        if kw.get("group") == "nbdev" and not any(e.name == name for e in eps):
+            return [*eps, md.EntryPoint(name=name, value=f"{name}._modidx:d", group="nbdev")]
+        return eps
+
+    entry_points._bayesnotes_patched = True
+    dl.entry_points = entry_points
+    dl._build_lookup_table.cache_clear()
+
+
+def _src(cell) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else (s or "")
+
+
+def show_export_source(nb):
+    "Show the code of `#| export` cells (as nbdev's `#| exports` does: folded open, after its show_doc)."
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        lines = _src(cell).splitlines(True)
+        for i, line in enumerate(lines):
+            if not re.match(r"\s*#\s*\|", line):
+                break
+            lines[i] = re.sub(r"^(\s*#\s*\|\s*)export(\s|$)", r"\1exports\2", line)
+        cell.source = "".join(lines)
+
+
+def split_title_cell(nb):
+    """Keep only the title (`# ...`) and the `> description` in the first markdown cell.
+
+    nbdev's FrontmatterProc turns that cell into the page's front matter and drops the rest of it (and reads
+    `- key: value` bullets there as metadata), so any prose written under the title would vanish from the page.
+    The rest of the cell moves to a markdown cell of its own."""
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "raw" and re.search(r"^title:", _src(cell), re.M):
+            return  # front matter with a title: nbdev will not read a markdown cell
+        if cell.cell_type != "markdown":
+            continue
+        lines = _src(cell).split("\n")
+        j = 0
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        if j == len(lines) or not re.match(r"#\s+\S", lines[j]):
+            return
+        j += 1
+        k = j
+        while k < len(lines) and not lines[k].strip():
+            k += 1
+        if k < len(lines) and lines[k].startswith(">"):
+            while k < len(lines) and lines[k].startswith(">"):
+                k += 1
+            j = k
+        head, rest = "\n".join(lines[:j]).rstrip(), "\n".join(lines[j:]).strip("\n")
+        if rest.strip():
+            from execnb.nbio import mk_cell
+
+            cell.source = head
+            nb.cells.insert(i + 1, mk_cell(rest, "markdown"))
+        return
+
+
+def prepare_for_docs(nb, show_exports: bool):
+    "The changes both site engines get: prose under the title kept, and (by default) exported code shown."
+    split_title_cell(nb)
+    if show_exports:
+        show_export_source(nb)
+
+
+class Linker:
+    "Rewrite links so nbdev's page names and cross-references agree with the pages smalldocs writes."
+
+    LINK = re.compile(r"(\]\(\s*<?|href=[\"'])([^)\"'\s>]+)")
+
+    def __init__(self, proj: Project, pages: dict):
+        self.prefix = proj.doc_url_prefix()
+        self.pages = {str(k): str(v) for k, v in pages.items()}  # nb -> page
+        self.by_page = set(self.pages.values())
+
+    def target(self, href: str, here: PurePosixPath) -> str | None:
+        "The relative link to a page for `href` (a notebook, a nbdev doc URL or a page), or None to leave it."
+        base, hash_, frag = href.partition("#")
+        if href.startswith(self.prefix):
+            path = href[len(self.prefix):].partition("#")[0]
+        elif re.match(r"^[a-zA-Z][\w+.-]*:|^//|^#", href) or not base:
+            return None
+        else:
+            path = posixpath.normpath(posixpath.join(str(here.parent), base))
+        if path in self.pages:
+            path = self.pages[path]
+        elif path.endswith(".html") and path in self.by_page:
+            pass
+        else:
+            return None
+        rel = posixpath.relpath(path, str(here.parent) or ".")
+        return rel + (hash_ + frag if hash_ else "")
+
+    def fix(self, text: str, here: PurePosixPath) -> str:
+        def sub(m):
+            t = self.target(m.group(2), here)
+            return m.group(0) if t is None else m.group(1) + t
+
+        return self.LINK.sub(sub, text)
+
+
+# Run in nbdev's doc shell before each show_doc: fastcore's docments tests `default != empty`, which raises for a
+# numpy-array default; such defaults get a stand-in (same repr, shown type `ndarray`) in the documented signature.
+SAFE_SIGNATURE = """
+def _bn_safe_signature(f):
+    import inspect
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return
+    def ok(v):
+        try:
+            return isinstance(v != inspect.Parameter.empty, bool)
+        except Exception:
+            return False
+    if all(ok(p.default) for p in sig.parameters.values()):
+        return
+    def stand_in(v):
+        return type(type(v).__name__, (), {"__repr__": lambda self, r=repr(v): r})()
+    params = [p if ok(p.default) else p.replace(default=stand_in(p.default)) for p in sig.parameters.values()]
+    try:
+        f.__signature__ = sig.replace(parameters=params)
+    except (AttributeError, TypeError):
+        pass
+"""
+
+
+def doc_filters(nb_name, warn):
+    """nbdev's `FilterDefaults` (the processors `nbdev_docs` runs), with one change to `exec_show_docs`.
+
+    nbdev's doc shell runs every cell that imports something, including any computation in the same cell (a
+    sampler run, a figure), only to define the names `show_doc` documents; its outputs then replace the stored
+    ones. Here a cell that nbdev would run for its imports runs only its import statements; exported cells
+    and `show_doc` cells run as in nbdev. The outputs and widget state the notebook was executed with are kept."""
+    import ast
+
+    from nbdev.config import get_config
+    from nbdev.processors import FilterDefaults, _default_exp, _do_eval, exec_show_docs
+    from fastcore.basics import str2bool
+
+    class exec_show_docs_imports(exec_show_docs):
+        def begin(self):
+            super().begin()
+            if hasattr(self, "k"):
+                self.k.run(SAFE_SIGNATURE)
+            exp, cfg = _default_exp(self.nb), get_config()
+            self.py = f"{Path(cfg.lib_path).name}/{exp.replace('.', '/')}.py" if exp else None
+            self.src_url = f"{cfg.git_url}/blob/{cfg.branch}/"
+
+        def fix_source_link(self, cell, name):
+            """nbdev finds the source link of a name defined in the notebook by its bare name among all modules, so
+            when two modules export the same name it links the other module's file. The notebook's own module
+            (`default_exp`) wins when it defines the name."""
+            from nbdev.doclinks import _lineno
+
+            line = _lineno(name, self.py) if self.py else None
+            if not line:
+                return
+            url = f"{self.src_url}{self.py}#L{line}"
+            for out in cell.get("outputs", []):
+                md = (out.get("data") or {}).get("text/markdown")
+                if md is None:
+                    continue
+                text = "".join(md) if isinstance(md, list) else md
+                out["data"]["text/markdown"] = re.sub(r"\[source\]\([^)\s]+\)", f"[source]({url})", text, count=1)
+
+        def __call__(self, cell):
+            if not self.nb.has_docs_ or not hasattr(self, "k"):
+                return
+            fm = getattr(self.nb, "frontmatter_", {})
+            if str2bool(fm.get("skip_showdoc", False)) or not _do_eval(cell):
+                return
+            full = set(cell.directives_) & {"export", "exports", "exporti", "exec_doc"} or getattr(cell, "has_sd", False) \
+                or re.search(r"^show_doc", cell.source, re.M)
+            if full:
+                names = re.findall(r"^show_doc\(([\w.]+)", cell.source, re.M)
+                for name in names:
+                    self.k.run(f"_bn_safe_signature({name})")
+                self.k.cell(cell)
+                if len(names) == 1 and not self.k.exc:
+                    self.fix_source_link(cell, names[0])
+            else:
+                imports = [n for n in ast.parse(cell.source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+                self.k.run("\n".join(ast.unparse(n) for n in imports))
+            if self.k.exc:
+                e = self.k.exc
+                if getattr(cell, "has_sd", False) or re.search(r"^show_doc", cell.source, re.M):
+                    # one symbol whose signature nbdev cannot render should not stop the whole site
+                    cell.outputs = []
+                    self.k.exc = None
+                    name = re.search(r"show_doc\((.*?)\)", cell.source)
+                    warn(f"{nb_name}: show_doc({name.group(1) if name else '?'}) failed, so it has no API doc: "
+                         f"{type(e).__name__}: {e}" + (" (fastcore's docments cannot compare an array default: use a tuple or None)"
+                                                       if "truth value of an array" in str(e) else ""))
+                    return
+                raise Exception(f"Error in notebook {nb_name} in cell {cell.idx_}:\n{cell.source}") from e
+
+    class Filters(FilterDefaults):
+        def base_procs(self):
+            return [exec_show_docs_imports if p is exec_show_docs else p for p in super().base_procs()]
+
+        def __call__(self, nb):
+            widgets = copy.deepcopy((nb.get("metadata") or {}).get("widgets"))
+            # the outputs the notebook was executed with (or none, when it was not executed) are the ones to
+            # show; cells are kept alive in `stored` so their ids cannot be reused by new show_doc cells
+            stored = {id(c): (c, copy.deepcopy(c.get("outputs"))) for c in nb.cells if c.cell_type == "code"}
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Found cells containing imports and other code")
+                super().__call__(nb)
+            for c in nb.cells:
+                if id(c) in stored and stored[id(c)][0] is c and stored[id(c)][1] is not None:
+                    c.outputs = stored[id(c)][1]
+            # exec_show_docs merges the widgets of its own in-process shell into the metadata: keep the executed state
+            nb.metadata.pop("widgets", None)
+            if widgets:
+                nb.metadata["widgets"] = widgets
+            try:
+                from ipywidgets import Widget
+
+                Widget.close_all()
+            except ImportError:
+                pass
+
+    return Filters()
+
+
+def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, linker: Linker, bib, res: Result,
+                     show_exports: bool) -> tuple[object, dict | None]:
+    "Run nbdev's doc processors on one staged notebook; resolve citations and links; return (nb, widget state)."
+    import yaml
+    from execnb.nbio import mk_cell, read_nb
+
+    nb = read_nb(nb_path)
+    nb.path_ = str(nb_path.with_name(nb_rel.name))  # FrontmatterProc names the page from it
+    prepare_for_docs(nb, show_exports)
+    doc_filters(nb_rel, res.warn)(nb)
+
+    cited, unknown = [], []
+    for cell in nb.cells:
+        src = _src(cell)
+        if cell.cell_type == "raw" and src.lstrip().startswith("---"):  # nbdev's front matter
+            m = re.match(r"\s*---\s*\n(.*?)\n---\s*", src, re.S)
+            fm = yaml.safe_load(m.group(1)) if m else None
+            if isinstance(fm, dict):
+                fm.pop("output-file", None)  # smalldocs names pages itself; we rename the file instead
+                cell.source = "---\n" + yaml.safe_dump(fm, sort_keys=False, allow_unicode=True) + "---\n"
+            continue
+        if cell.cell_type == "markdown":
+            src = linker.fix(src, page)
+            if bib is not None:
+                src, c = bib.cite(src, "html")
+                cited += [k for k in c.keys if k not in cited]
+                unknown += c.unknown
+            cell.source = src
+        for out in cell.get("outputs", []) or []:
+            data = out.get("data") or {}
+            for mime in ("text/markdown", "text/html"):
+                if mime in data:
+                    v = data[mime]
+                    v = "".join(v) if isinstance(v, list) else v
+                    data[mime] = linker.fix(v, page)
+            if WIDGET_VIEW in data:
+                view = data[WIDGET_VIEW]
+                view = json.loads(view) if isinstance(view, str) else dict(view)
+                for k in list(data):
+                    del data[k]
+                data["text/html"] = f'<div class="bn-widget" data-widget-view="{htmllib.escape(json.dumps(view))}"></div>'
+            elif "text/plain" in data and len(data) == 1:
+                txt = data["text/plain"]
+                txt = "".join(txt) if isinstance(txt, list) else txt
+                if REPR_RE.match(txt):
+                    res.warn(f"{nb_rel}: a widget text repr was dropped (end the widget line with ';')")
+                    del data["text/plain"]
+    for key in dict.fromkeys(unknown):
+        res.warn(f"{nb_rel}: unknown citation key @{key} (not in references.bib)")
+    if cited:
+        nb.cells.append(mk_cell("## References {.unnumbered}\n\n```{=html}\n" + bib.references_html(cited) + "\n```\n", "markdown"))
+    state = ((nb.get("metadata") or {}).get("widgets") or {}).get(WIDGET_STATE)
+    return nb, (state if state and state.get("state") else None)
+
+
+# ------------------------------------------------------------------------------------------ fallback site
+def site_config(proj: Project, pages: dict, out: Path, res: Result) -> dict:
+    "The smalldocs config: the top-level _quarto.yml with sidebar entries renamed to the processed notebooks."
+    cfg = proj.quarto_yml()
+    cfg.pop("metadata-files", None)
+    cfg.pop("bibliography", None)  # resolved by tools/citations.py
+    html = ((cfg.get("format") or {}).get("html") or {})
+    html.pop("html-math-method", None)  # smalldocs always uses KaTeX
+    cfg.setdefault("project", {})["output-dir"] = str(out)
+    names = {str(k): str(v.with_suffix(".ipynb")) for k, v in pages.items()}
+
+    def rename(items):
+        new = []
+        for it in items or []:
+            if isinstance(it, str):
+                if it in names:
+                    new.append(names[it])
+                elif it.endswith(".ipynb"):
+                    res.warn(f"_quarto.yml sidebar: {it} does not exist yet; left out of the sidebar")
+                else:
+                    new.append(it)
+            elif isinstance(it, dict):
+                it = dict(it)
+                for k in ("href", "file"):
+                    if isinstance(it.get(k), str) and it[k] in names:
+                        it[k] = names[it[k]]
+                if "contents" in it:
+                    it["contents"] = rename(it["contents"])
+                new.append(it)
+        return new
+
+    web = cfg.get("website") or {}
+    for bar in web.get("sidebar") if isinstance(web.get("sidebar"), list) else [web.get("sidebar")]:
+        if isinstance(bar, dict):
+            bar["contents"] = rename(bar.get("contents"))
+    nav = web.get("navbar") or {}
+    for side in ("left", "right"):
+        nav[side] = rename(nav.get(side)) if nav.get(side) else nav.get(side)
+    listed = set(sidebar_order(cfg))
+    for nb, pg in pages.items():
+        if str(pg.with_suffix(".ipynb")) not in listed:
+            res.warn(f"{nb} is not in the _quarto.yml sidebar; its page is built but not listed")
+    return cfg
+
+
+def post_process(out: Path, widget_states: dict, res: Result):
+    "Embed widget state, check the maths script, and make sure no raw directive or widget repr survived."
+    for page, state in widget_states.items():
+        f = out / page
+        text = f.read_text(encoding="utf-8")
+        if 'class="bn-widget"' not in text and not state:
+            continue
+
+        def view(m):
+            return f'<script type="{WIDGET_VIEW}">{htmllib.unescape(m.group(1))}</script>'
+
+        text = re.sub(r'<div class="bn-widget" data-widget-view="([^"]*)"></div>', view, text)
+        if state:
+            blob = json.dumps(state).replace("</", "<\\/")
+            # deferred, so they run after KaTeX (also deferred, in the head): a require.js loaded earlier makes
+            # KaTeX's UMD bundle call define() and KaTeX never reaches window.katex
+            text = text.replace("</body>", f'<script src="{REQUIRE_JS}" defer></script>\n<script src="{WIDGETS_JS}" crossorigin="anonymous" defer></script>\n'
+                                f'<script type="{WIDGET_STATE}">{blob}</script>\n</body>', 1)
+        f.write_text(text, encoding="utf-8")
+    ids = {f.relative_to(out).as_posix(): set(re.findall(r'\bid="([^"]+)"', f.read_text(encoding="utf-8"))) for f in out.rglob("*.html")}
+    for f in sorted(out.rglob("*.html")):
+        text = f.read_text(encoding="utf-8")
+        rel = f.relative_to(out)
+        fixed = fix_symbol_links(text, rel.as_posix(), ids)
+        # an icon-only navbar entry (`icon: github` + `href:`, no text): Quarto shows the icon alone,
+        # smalldocs repeats the URL as its text
+        fixed = re.sub(r'<a class="nav-link" href="([^"]+)">(<i class="bi [^"]+" role="img"></i>) <span class="menu-text">\1</span></a>',
+                       r'<a class="nav-link" href="\1" aria-label="\1">\2</a>', fixed)
+        if fixed != text:
+            f.write_text(fixed, encoding="utf-8")
+            text = fixed
+        for pre in re.findall(r"<pre\b.*?</pre>", text, re.S):
+            code = htmllib.unescape(re.sub(r"<[^>]+>", "", pre))
+            if re.search(r"^\s*#\s*\|", code, re.M):
+                res.warn(f"{rel}: a raw `#|` directive is left in a code block")
+            if "show_doc(" in code:
+                res.warn(f"{rel}: a `show_doc(` call is left on the page")
+        if "interactive(children=" in text:
+            res.warn(f"{rel}: a widget text repr is left on the page")
+
+
+def fix_symbol_links(text: str, page: str, ids: dict) -> str:
+    """nbdev links every backticked name it knows (`Adam.step`, `_helper`) to `page.html#name`, but `show_doc`
+    documents only public top-level names. A link to `#adam.step` goes to `#adam` (its class) when that exists;
+    a link to an anchor that no page has is unwrapped, leaving the code span."""
+    def sub(m):
+        href, inner = m.group(1), m.group(2)
+        path, _, frag = href.partition("#")
+        if not frag or re.match(r"^[a-zA-Z][\w+.-]*:|^//", href):
+            return m.group(0)
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(page), path)) if path else page
+        if target not in ids or frag in ids[target]:
+            return m.group(0)
+        head = frag.split(".")[0]
+        if head != frag and head in ids[target]:
+            return f'<a href="{path}#{head}">{inner}</a>'
+        return inner
+
+    return re.sub(r'<a href="([^"]*#[^"]*)">(<code>[^<]*</code>)</a>', sub, text)
+
+
+def build_fallback(proj: Project, staged: dict, out: Path, build: Path, res: Result, show_exports: bool, quiet: bool):
+    from smalldocs.site import build as sd_build
+
+    from citations import Bibliography
+
+    import yaml
+    from execnb.nbio import write_nb
+
+    t = time.time()
+    ensure_nbdev_lookup(proj)
+    site = build / "site"
+    if site.exists():
+        shutil.rmtree(site)
+    site.mkdir(parents=True)
+    pages = {nb: page_name(nb) for nb in staged}
+    clash = {}
+    for nb, pg in pages.items():
+        if pg in clash:
+            raise SystemExit(f"{nb} and {clash[pg]} would both become {pg}")
+        clash[pg] = nb
+    # other files beside the notebooks (styles.css, images, data) go into the site project as they are
+    for f in sorted(proj.nbs.rglob("*")):
+        rel = f.relative_to(proj.nbs)
+        if f.is_dir() or any(p.startswith((".", "_")) for p in rel.parts) or f.suffix == ".ipynb":
+            continue
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, site / rel)
+    bibfile = proj.nbs / ((proj.quarto_yml().get("bibliography")) or "references.bib")
+    bib = Bibliography(bibfile) if bibfile.exists() else None
+    if bib is None:
+        res.warn(f"no bibliography at {bibfile}: citations are left as written")
+    linker = Linker(proj, pages)
+    states = {}
+    with project_cwd(proj.root):  # nbdev's processors read settings.ini from the working directory
+        for nb, path in staged.items():
+            tn = time.time()
+            pnb, state = process_notebook(path, nb, pages[nb], linker, bib, res, show_exports)
+            dest = site / pages[nb].with_suffix(".ipynb")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            write_nb(pnb, dest)
+            states[pages[nb]] = state
+            say(f"  {nb} -> {pages[nb]} (processed in {time.time() - tn:.1f} s)")
+    (site / "_quarto.yml").write_text(yaml.safe_dump(site_config(proj, pages, out, res), sort_keys=False), encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ts = time.time()
+    sd = sd_build(site, quiet=quiet)
+    say(f"  smalldocs wrote {len(pages)} page(s) to {out} ({time.time() - ts:.1f} s)")
+    for w in sd.warnings:
+        if re.search(r"unknown key (bibliography|reference-location)|executable cell\(s\) shown but not run", w):
+            continue  # handled here: citations by tools/citations.py, cells were executed by nbclient
+        res.warn(f"smalldocs: {w}")
+    res.pages = {str(nb): str(pg) for nb, pg in pages.items()}
+    post_process(out, states, res)
+    say(f"processed and rendered {len(pages)} page(s) ({time.time() - t:.1f} s)")
+
+
+# ------------------------------------------------------------------------------------------ quarto site
+def build_quarto(proj: Project, staged: dict, out: Path, build: Path, res: Result, show_exports: bool):
+    "nbdev_docs on a staging copy of the project whose nbs/ holds the executed notebooks."
+    import yaml
+    from execnb.nbio import read_nb, write_nb
+
+    res.engine = "quarto"
+    stage = build / "quarto"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    for f in ("settings.ini", "setup.py", "README.md", "LICENSE"):
+        if (proj.root / f).exists():
+            shutil.copy2(proj.root / f, stage / f)
+    shutil.copytree(proj.lib, stage / proj.lib.relative_to(proj.root), ignore=shutil.ignore_patterns("__pycache__"))
+    snbs = stage / proj.nbs.relative_to(proj.root)
+    shutil.copytree(proj.nbs, snbs, symlinks=False, ignore=shutil.ignore_patterns("*.ipynb", "_proc", ".ipynb_checkpoints"))
+    (snbs / "_quarto.yml").write_text(yaml.safe_dump(yaml.safe_load((proj.root / "_quarto.yml").read_text()), sort_keys=False))
+    for nb, path in staged.items():
+        dest = snbs / nb
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        n = read_nb(path)
+        prepare_for_docs(n, show_exports)
+        write_nb(n, dest)
+    ensure_nbdev_lookup(proj)
+    import nbdev.serve
+    from nbdev.quarto import nbdev_docs
+
+    # proc_nbs calls `FilterDefaults()(nb)` for each notebook: use the same output-preserving filters as the
+    # offline build (this works because n_workers=0 keeps proc_nbs in this process)
+    orig_filters = nbdev.serve.FilterDefaults
+    nbdev.serve.FilterDefaults = lambda: doc_filters("notebook", res.warn)
+    try:
+        with project_cwd(stage):
+            nbdev_docs.__wrapped__(n_workers=0)  # in-process, so the lookup and filters above apply
+    finally:
+        nbdev.serve.FilterDefaults = orig_filters
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(stage / proj.doc_path.name, out)
+    res.pages = {str(nb): str(page_name(nb)) for nb in staged}
+
+
+# ------------------------------------------------------------------------------------------ main
+def build_site(root: Path, out: Path | None = None, build: Path | None = None, *, execute=True, patterns=None,
+               fallback=False, export=True, timeout=600, force=False, show_exports=True, quiet=True) -> Result:
+    t0 = time.time()
+    proj = Project(root)
+    sys.path.insert(0, str(proj.root))
+    out = (out or proj.root / proj.doc_path).resolve()
+    build = (build or proj.root / "_build").resolve()
+    res = Result(out=out)
+    if export:
+        with project_cwd(proj.root):
+            export_package(proj)
+    nbs = proj.notebooks()
+    if not nbs:
+        raise SystemExit(f"no notebooks in {proj.nbs}")
+    say(f"staging {len(nbs)} notebook(s) in {build / 'exec'}")
+    staged = stage_notebooks(proj, nbs, build, res, execute=execute, patterns=patterns, timeout=timeout, force=force)
+    if shutil.which("quarto") and not fallback:
+        say("quarto found: building with nbdev_docs")
+        build_quarto(proj, staged, out, build, res, show_exports)
+    else:
+        say("building the offline site (nbdev processors + smalldocs)" + ("" if fallback else "; quarto is not installed"))
+        build_fallback(proj, staged, out, build, res, show_exports, quiet)
+    if res.exec_times:
+        say("execution times: " + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(res.exec_times.items(), key=lambda x: -x[1])))
+    say(f"built the site in {time.time() - t0:.1f} s with {len(res.warnings)} warning(s)")
+    say(f"open {out / 'index.html'}")
+    return res
+
+
+def serve(out: Path, port: int):
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(out))
+    with ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+        say(f"serving {out} at http://127.0.0.1:{httpd.server_address[1]}/ (Ctrl-C to stop)")
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            say("stopped")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", type=Path, default=HERE.parent, help="the project (where settings.ini is); default: this repo")
+    p.add_argument("--out", type=Path, help="output folder (default: settings.ini doc_path, _docs)")
+    p.add_argument("--build-dir", type=Path, help="staging folder for executed and processed notebooks (default: _build)")
+    p.add_argument("--no-exec", action="store_true", help="use the notebooks as they are, without executing them")
+    p.add_argument("--exec-glob", metavar="PATTERN", help="execute only notebooks matching PATTERN ('a*.ipynb|b.ipynb'); others use a fresh cache or are shown unexecuted")
+    p.add_argument("--force", action="store_true", help="execute again even when the cache is fresh")
+    p.add_argument("--timeout", type=int, default=600, help="per-cell execution timeout in seconds")
+    p.add_argument("--fallback", action="store_true", help="build the offline site even if quarto is installed")
+    p.add_argument("--no-export", action="store_true", help="skip nbdev_export (use the package as it is)")
+    p.add_argument("--hide-export-source", action="store_true", help="nbdev's default: hide the code of `#| export` cells (only show_doc)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the build has warnings (unknown citations, broken links, ...)")
+    p.add_argument("--verbose", action="store_true", help="print smalldocs' progress")
+    p.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 after building it")
+    p.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
+    a = p.parse_args(argv)
+    patterns = [s.strip() for s in a.exec_glob.split("|") if s.strip()] if a.exec_glob else None
+    res = build_site(a.root, a.out, a.build_dir, execute=not a.no_exec, patterns=patterns, fallback=a.fallback,
+                     export=not a.no_export, timeout=a.timeout, force=a.force, show_exports=not a.hide_export_source,
+                     quiet=not a.verbose)
+    if a.strict and res.warnings:
+        say(f"--strict: {len(res.warnings)} warning(s)")
+        return 1
+    if a.serve:
+        serve(res.out, a.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
