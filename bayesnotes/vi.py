@@ -1322,35 +1322,86 @@ class GridPosterior(NamedTuple):
     mean: np.ndarray      # posterior mean
     cov: np.ndarray       # posterior covariance
     log_evidence: float   # log of the integral of exp(logp)
+    border_gap: float     # nats by which the largest log density on the border lies below the maximum
 
-def grid_posterior(target,                 # batched 2-d `Target` (log joint)
-                   lim1=(-20., 50.),       # range of w1
-                   lim2=(-25., 35.),       # range of w2
-                   n:int=300,              # grid points per axis
-                  ) -> GridPosterior:
-    "Reference posterior of a 2-d model by brute-force quadrature on a grid (rectangle rule)."
-    if target.dim != 2 or not target.batched:
-        raise ValueError("target must be a batched 2-d Target")
-    w1, w2 = np.linspace(*lim1, _count("n", n, 10)), np.linspace(*lim2, n)
+def _check_lim(name, lim):
+    "A (low, high) pair of finite floats with low < high."
+    lim = check_finite(name, lim)
+    if lim.shape != (2,) or not lim[0] < lim[1]:
+        raise ValueError(f"{name} must be a pair (low, high) with low < high, got {lim.tolist()}")
+    return lim
+
+def _grid_logp(target, lim1, lim2, n):
+    "Log density on an n x n grid over lim1 x lim2: (w1, w2, logp (n, n)); NaN or +inf raise."
+    w1, w2 = np.linspace(*lim1, n), np.linspace(*lim2, n)
     P = np.stack(np.meshgrid(w1, w2), -1).reshape(-1, 2)
-    lp = np.asarray(target.value_and_grad_batch(P)[0]).reshape(n, n)
+    lp = np.asarray(target.fn(P), float).reshape(n, n)                   # values only, all points at once
+    if np.isnan(lp).any() or np.isposinf(lp).any() or not np.isfinite(lp).any():
+        raise ValueError("target's log density is NaN, +inf or nowhere finite on the grid")
+    return w1, w2, lp
+
+def _edge_gaps(lp):
+    "Nats between the maximum and the largest log density on each edge: (w1 low, w1 high, w2 low, w2 high)."
+    top = lp.max()
+    return np.array([top - lp[:, 0].max(), top - lp[:, -1].max(), top - lp[0].max(), top - lp[-1].max()])
+
+def grid_posterior(target,                # batched 2-d `Target` (log joint)
+                   lim1=None,             # (low, high) range of w1; None: chosen from the Laplace fit and widened
+                   lim2=None,             # (low, high) range of w2; None: as for lim1
+                   n:int=300,             # grid points per axis
+                   border:float=20.,      # required drop (nats) of the log density from its maximum to the border
+                   x0=(0., 0.),           # starting point of the mode search when a range is chosen automatically
+                  ) -> GridPosterior:
+    "Reference posterior of a 2-d model by quadrature on a grid whose border is `border` nats below the peak."
+    if not isinstance(target, Target) or target.dim != 2 or not target.batched:
+        raise ValueError("target must be a batched 2-d Target")
+    n, border = _count("n", n, 10), float(check_positive("border", border))
+    given = [lim is not None for lim in (lim1, lim2)]
+    lims = [_check_lim(name, lim) if lim is not None else None for name, lim in (("lim1", lim1), ("lim2", lim2))]
+    if not all(given):                                        # start at the Laplace fit, mode +- 10 sd
+        lap = laplace(target, x0)
+        sd = np.sqrt(np.diag(lap.cov))
+        lims = [lims[k] if given[k] else lap.mode[k] + np.array([-10.0, 10.0]) * sd[k] for k in range(2)]
+    for _ in range(40):
+        w1, w2, lp = _grid_logp(target, lims[0], lims[1], n)
+        gaps = _edge_gaps(lp)
+        short = gaps < border                                 # edges where the posterior is cut off
+        if not short.any():
+            break
+        for e in np.flatnonzero(short):
+            k, side = divmod(e, 2)
+            if given[k]:
+                raise ValueError(f"lim{k + 1}={tuple(lims[k].tolist())} truncates the posterior: the log density on its "
+                                 f"{('lower', 'upper')[side]} edge is only {gaps[e]:.1f} nats below the maximum "
+                                 f"(need {border:g}); widen it or pass None to choose the range automatically")
+            span = lims[k][1] - lims[k][0]
+            lims[k] = lims[k] + (np.array([-0.5, 0.0]) if side == 0 else np.array([0.0, 0.5])) * span
+    else:
+        raise ValueError(f"could not find a grid whose border is {border:g} nats below the maximum "
+                         "(is the posterior proper?)")
     dA = (w1[1] - w1[0]) * (w2[1] - w2[0])
-    W, logZ = np.exp(lp - lp.max()), special.logsumexp(lp) + np.log(dA)
-    W /= W.sum()
-    Pw = P * W.reshape(-1, 1)
-    mean = Pw.sum(0)
-    cov = (P - mean).T @ ((P - mean) * W.reshape(-1, 1))
-    return GridPosterior(w1, w2, lp, mean, cov, float(logZ))
+    logZ = special.logsumexp(lp) + np.log(dA)
+    W = np.exp(lp - lp.max()); W /= W.sum()
+    P = np.stack(np.meshgrid(w1, w2), -1).reshape(-1, 2)
+    mean = W.reshape(-1) @ P
+    R = P - mean
+    cov = R.T @ (R * W.reshape(-1, 1))
+    sd = np.sqrt(np.diag(cov))
+    if np.any(sd < 4 * np.array([w1[1] - w1[0], w2[1] - w2[0]])):
+        raise ValueError(f"n={n} is too small: the grid spacing is more than a quarter of a posterior "
+                         f"standard deviation {sd.round(4).tolist()}; increase n or narrow the range")
+    return GridPosterior(w1, w2, lp, mean, cov, float(logZ), float(gaps.min()))
 
 @lru_cache(maxsize=4)
 def _logistic_fits(seed=1):
     "Data, target, grid reference, Laplace and full-rank VI for the separable example (cached: several figures use it)."
     X, y = logistic_example(seed=seed)
     t = logistic_regression(X, y, prior_scale=10.0)                        # s0^2 = 100
-    ref = grid_posterior(t)
+    ref = grid_posterior(t)                                                  # limits chosen from the Laplace fit
     lap = laplace(t, np.zeros(2))
     q0 = FullRankGaussian.from_moments(lap.mode, lap.cov)                    # start VI at the Laplace fit
-    vi = advi(t, family=q0, n_iter=1500, lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, rng=0).q
+    vi = advi(t, family=q0, n_iter=1500, lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_samples=100,
+              average=0.5, rng=0).q                                     # Polyak average of the 2nd half
     return X, y, t, ref, lap, vi
 
 # %% ../nbs/01_vi.ipynb #3600c689
