@@ -1,0 +1,343 @@
+"""Tests of bayesnotes.mcmc: exact identities, statistical checks against exact answers, simulation-based
+calibration (SBC) of five samplers, and bad input.
+
+Statistical tolerances are derived from Monte Carlo error: a mean is compared with the exact value within 4 Monte
+Carlo standard errors (MCSE, from `bayesnotes.diagnostics`, i.e. sd / sqrt(ESS)); frequencies within 4 binomial
+standard errors computed with the effective sample size; rank histograms with a chi-square test. All seeds are fixed,
+so every test is deterministic; the tolerances say how far a correct sampler could plausibly be off.
+"""
+import itertools
+import numpy as np
+import pytest
+import autograd.numpy as anp
+from scipy import stats, special
+
+from bayesnotes.core import Target, correlated_gaussian, banana
+from bayesnotes import mcmc
+from bayesnotes.mcmc import (sample, rwmh, mala, hmc, nuts, slice_sampler, leapfrog, hamiltonian,
+                             mh_transition_matrix, random_walk_matrix, tv_to_stationary, warmup_schedule,
+                             gibbs_normal, gibbs_gmm, ising_gibbs, NIW, DualAveraging)
+from bayesnotes.diagnostics import ess_bulk, ess_mean, mcse_mean, mcse_sd
+
+
+# ----------------------------------------------------------------------------------------- exact identities
+def test_mh_detailed_balance_exact():
+    rng = np.random.default_rng(0)
+    for n in (2, 5, 9):
+        p = rng.uniform(0.05, 1, size=n)
+        Q = rng.uniform(size=(n, n)); Q /= Q.sum(1, keepdims=True)
+        P = mh_transition_matrix(p, Q)
+        pi = p / p.sum()
+        assert np.allclose(P.sum(1), 1) and np.all(P >= -1e-15)
+        flow = pi[:, None] * P
+        assert np.allclose(flow, flow.T, atol=1e-14)          # detailed balance
+        assert np.allclose(pi @ P, pi, atol=1e-14)            # invariance
+
+
+def test_mh_matrix_breaks_balance_without_hastings_correction():
+    # negative control: accepting with the Metropolis ratio only (ignoring q) is wrong for an asymmetric proposal
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.1, 1, size=4); pi = p / p.sum()
+    Q = rng.uniform(size=(4, 4)); Q /= Q.sum(1, keepdims=True)
+    A = np.minimum(1, p[None, :] / p[:, None])
+    P = Q * A; np.fill_diagonal(P, 0); P[np.diag_indices(4)] = 1 - P.sum(1)
+    assert not np.allclose(pi @ P, pi, atol=1e-3)
+
+
+def test_random_walk_mixing_numbers():
+    # CHAPTERS.md number 8: TV from 10 is 0.207 / 0.067 / 0.0071 at t = 100 / 200 / 400; eigengap 0.0112
+    P = random_walk_matrix(21)
+    assert np.allclose(tv_to_stationary(P, 10, [100, 200, 400]), [0.207, 0.067, 0.0071], atol=5e-4)
+    assert abs(1 - np.sort(np.linalg.eigvalsh(P))[-2] - 0.0112) < 1e-4
+
+
+def test_leapfrog_reversible_and_energy_error_second_order():
+    t = banana(0.1, 3.0)
+    x0, p0 = np.array([1.0, -0.5]), np.array([0.7, -0.4])
+    x1, p1 = leapfrog(t, x0, p0, 0.05, 40)
+    xb, pb = leapfrog(t, x1, p1, -0.05, 40)
+    assert np.allclose(xb, x0, atol=1e-10) and np.allclose(pb, p0, atol=1e-10)
+    def err(eps, T=1.0):
+        xs, ps = leapfrog(t, x0, p0, eps, int(round(T / eps)), return_path=True)
+        h0 = hamiltonian(t, x0, p0)
+        return max(abs(hamiltonian(t, x, p) - h0) for x, p in zip(xs, ps))
+    e1, e2, e3 = err(0.04), err(0.02), err(0.01)
+    assert 3.5 < e1 / e2 < 4.5 and 3.5 < e2 / e3 < 4.5      # halving the step quarters the error: O(eps^2)
+
+
+def test_leapfrog_preserves_volume():
+    # the Jacobian of the map (x, p) -> leapfrog(x, p) has determinant 1 (central finite differences)
+    t = banana(0.2, 2.0)
+    z0 = np.array([0.3, -0.2, 0.5, 0.1])
+    f = lambda z: np.concatenate(leapfrog(t, z[:2], z[2:], 0.1, 7))
+    h = 1e-6
+    J = np.column_stack([(f(z0 + h * e) - f(z0 - h * e)) / (2 * h) for e in np.eye(4)])
+    assert abs(np.linalg.det(J) - 1) < 1e-6
+
+
+def test_mala_equals_one_step_hmc():
+    # with the same random numbers, MALA and HMC with one leapfrog step make the same proposal and accept it with
+    # the same probability (MALA's Hastings ratio equals exp(H0 - H1)); checked on a non-Gaussian target
+    t = banana(0.2, 2.0)
+    m = np.array([0.5, 2.0])
+    x = np.array([[0.4, -1.0], [1.5, 0.3], [-0.7, 2.0]])
+    km, kh = mala(t, 0.6, m), hmc(t, 0.6, 1, m)
+    sm, im = km.step(7, km.init(x))
+    sh, ih = kh.step(7, kh.init(x))
+    assert np.allclose(im.accept_prob, ih.accept_prob) and np.allclose(sm.position, sh.position)
+    assert 0 < im.accept_prob.min() < 1                      # the identity is not trivially 1 = 1
+
+
+def test_warmup_schedule_matches_stan():
+    assert warmup_schedule(1000) == [(75, 100), (100, 150), (150, 250), (250, 450), (450, 950)]
+    assert warmup_schedule(100) == [(15, 90)]                # 15% / 75% / 10% when the defaults do not fit
+    assert warmup_schedule(10) == []
+
+
+def test_dual_averaging_finds_step_size():
+    # acceptance a(eps) = exp(-eps^2): the fixed point of the averaged iterate is a = 0.8, i.e. eps = sqrt(-log 0.8)
+    da = DualAveraging(np.array([1.0]), 0.8)
+    eps = np.array([1.0])
+    for _ in range(2000):
+        eps = da.update(np.exp(-eps ** 2))
+    assert abs(da.final_step_size[0] - np.sqrt(-np.log(0.8))) < 0.02
+
+
+# ----------------------------------------------------------------------------------------- reproducibility
+def test_same_seed_same_draws_and_chains_independent_of_batch():
+    t = correlated_gaussian(0.5)
+    x0 = np.zeros((4, 2))
+    a = sample("nuts", t, x0, 50, 30, 4, rng=3)
+    b = sample("nuts", t, x0, 50, 30, 4, rng=3)
+    assert np.array_equal(a.draws, b.draws)
+    # chain k's random stream depends only on k, so running fewer chains alongside does not change it
+    c = sample("nuts", t, x0[:2], 50, 30, 2, rng=3)
+    assert np.array_equal(a.draws[:2], c.draws)
+
+
+def test_kernel_single_chain_and_batch_shapes():
+    t = correlated_gaussian(0.5)
+    for k in (rwmh(t, 0.5), mala(t, 0.3), hmc(t, 0.2, 5), nuts(t, 0.3), slice_sampler(t, 1.0)):
+        s, i = k.step(0, k.init(np.zeros(2)))
+        assert s.position.shape == (2,) and np.ndim(i.accept_prob) == 0
+        s, i = k.step(0, k.init(np.zeros((3, 2))))
+        assert s.position.shape == (3, 2) and i.n_eval.shape == (3,)
+
+
+# ----------------------------------------------------------------------------------------- statistical checks
+def test_nuts_100d_gaussian_scales():
+    # independent Gaussian with standard deviations 0.01 .. 1: after Stan-style warm-up the draws must match the
+    # exact means (0) and standard deviations within 4 MCSE each, with no divergences
+    d = 100
+    sd = np.linspace(0.01, 1.0, d)
+    # (closed-form gradient: this test is about NUTS and its adaptation, and autograd would triple its run time)
+    t = Target(lambda x: -0.5 * np.sum((x / sd) ** 2), d, grad=lambda x: -x / sd ** 2)
+    res = sample("nuts", t, None, n_warmup=300, n_draws=300, n_chains=4, rng=0)
+    x = res.draws
+    assert res.stats.divergent.sum() == 0
+    assert np.all(np.abs(x.reshape(-1, d).mean(0)) < 4 * mcse_mean(x))
+    assert np.all(np.abs(x.reshape(-1, d).std(0, ddof=1) - sd) < 4 * mcse_sd(x))
+    # the adapted inverse mass has learnt the scales that span four orders of magnitude: it is Stan's regularised
+    # variance of the last slow window (n = 100 draws), n/(n+5) var + 1e-3 * 5/(n+5). Those draws are autocorrelated
+    # (an effective size of a few tens), so a single estimate has a relative error of order sqrt(2/30) = 0.26;
+    # we require every coordinate within a factor 2.5 of the target
+    n = 100
+    expected = n / (n + 5) * sd ** 2 + 1e-3 * 5 / (n + 5)
+    ratio = res.inv_mass / expected
+    assert np.all((ratio > 0.4) & (ratio < 2.5))
+
+
+@pytest.mark.parametrize("kernel,kw,accept", [("rwmh", {}, (0.15, 0.4)), ("mala", {}, (0.4, 0.75)),
+                                               ("hmc", {"n_steps": 8}, (0.65, 0.99)), ("nuts", {}, (0.7, 0.99))])
+def test_samplers_match_banana_moments(kernel, kw, accept):
+    # Haario's banana with exact mean 0 and variances (s1^2, 1 + 2 b^2 s1^4); means and sds within 4 MCSE
+    t = banana(0.1, 3.0)
+    n_draws = {"rwmh": 4000, "mala": 2000, "hmc": 400, "nuts": 400}[kernel]
+    res = sample(kernel, t, np.zeros(2), n_warmup=300, n_draws=n_draws, n_chains=4, rng=11, **kw)
+    x = res.draws
+    assert np.all(np.abs(x.reshape(-1, 2).mean(0)) < 4 * mcse_mean(x))
+    assert np.all(np.abs(x.reshape(-1, 2).std(0, ddof=1) - np.sqrt(np.diag(t.cov))) < 4 * mcse_sd(x))
+    a = res.stats.accept_prob.mean()
+    assert accept[0] < a < accept[1]                     # the step-size adaptation reached its target region
+
+
+def test_slice_sampler_gamma_moments():
+    # log of a Gamma(3, 2) variable: exact mean digamma(3) - log 2 and variance trigamma(3)
+    t = Target(lambda u: anp.sum(3.0 * u - 2.0 * anp.exp(u), axis=-1), 1, batched=True)
+    res = sample("slice", t, np.zeros(1), n_warmup=200, n_draws=1500, n_chains=4, rng=2)
+    x = res.draws
+    assert abs(x.mean() - (special.digamma(3) - np.log(2))) < 4 * mcse_mean(x)
+    assert abs(x.std(ddof=1) - np.sqrt(special.polygamma(1, 3))) < 4 * mcse_sd(x)
+
+
+def test_ising_gibbs_matches_enumeration():
+    # 2 x 3 image: the exact posterior marginals P(x_i = +1 | y) by enumerating the 64 states are the reference;
+    # the checkerboard Gibbs sampler's long-run frequencies must agree within 4 standard errors (ESS-based)
+    J, sigma = 0.6, 1.0
+    y = np.array([[0.8, -0.3, 1.2], [-1.1, 0.2, 0.5]])
+    states = np.array(list(itertools.product([-1.0, 1.0], repeat=6))).reshape(-1, 2, 3)
+    pair = (states[:, :, 1:] * states[:, :, :-1]).sum((1, 2)) + (states[:, 1:, :] * states[:, :-1, :]).sum((1, 2))
+    logw = J * pair - ((y - states) ** 2).sum((1, 2)) / (2 * sigma ** 2)
+    w = np.exp(logw - logw.max()); w /= w.sum()
+    exact = np.einsum("s,sij->ij", w, (states > 0).astype(float))
+    s = ising_gibbs(y, J, sigma, 8000, rng=5)[200:]
+    freq = (s > 0).reshape(4, -1, 6).astype(float)          # 4 consecutive blocks as pseudo-chains
+    se = np.sqrt(exact.ravel() * (1 - exact.ravel()) / ess_mean(freq))
+    assert np.all(np.abs(freq.reshape(-1, 6).mean(0) - exact.ravel()) < 4 * se)
+
+
+def _niw_log_marginal(X, prior):
+    "log p(X) for a Gaussian component with a NIW prior (closed form), X (n, d)."
+    n, d = X.shape
+    if n == 0:
+        return 0.0
+    kn, nun = prior.kappa + n, prior.nu + n
+    xbar = X.mean(0)
+    S = (X - xbar).T @ (X - xbar)
+    Sn = prior.S + S + prior.kappa * n / kn * np.outer(xbar - prior.m, xbar - prior.m)
+    return (-0.5 * n * d * np.log(np.pi) + special.multigammaln(nun / 2, d) - special.multigammaln(prior.nu / 2, d)
+            + 0.5 * prior.nu * np.linalg.slogdet(prior.S)[1] - 0.5 * nun * np.linalg.slogdet(Sn)[1]
+            + 0.5 * d * np.log(prior.kappa / kn))
+
+
+@pytest.mark.parametrize("collapsed", [False, True])
+def test_gmm_gibbs_matches_enumerated_posterior(collapsed):
+    # 5 points, K = 2: enumerate all 32 assignments (Dirichlet-multinomial prior x NIW marginal likelihoods) and
+    # compare the co-clustering probabilities P(z_i = z_j | X) with the samplers' frequencies (label-invariant)
+    X = np.array([[-1.0, -0.5], [-0.6, -1.2], [1.1, 0.4], [0.7, 1.3], [0.1, -0.1]])
+    K, alpha = 2, 1.0
+    prior = NIW(np.zeros(2), 0.5, 4.0, np.eye(2))
+    logp = []
+    zs = np.array(list(itertools.product(range(K), repeat=len(X))))
+    for z in zs:
+        cnt = np.bincount(z, minlength=K)
+        lp = special.gammaln(alpha) - special.gammaln(len(X) + alpha) + np.sum(special.gammaln(cnt + alpha / K) - special.gammaln(alpha / K))
+        logp.append(lp + sum(_niw_log_marginal(X[z == k], prior) for k in range(K)))
+    w = np.exp(np.array(logp) - max(logp)); w /= w.sum()
+    same = (zs[:, :, None] == zs[:, None, :]).astype(float)
+    exact = np.einsum("s,sij->ij", w, same)[np.triu_indices(5, 1)]
+    _, hist = gibbs_gmm(X, K, 1500, rng=3, n_chains=4, collapsed=collapsed, alpha=alpha, prior=prior, trace=False)
+    co = (hist[:, 100:, :, None] == hist[:, 100:, None, :])[..., np.triu_indices(5, 1)[0], np.triu_indices(5, 1)[1]]
+    co = co.astype(float)                                   # (chain, sweep, pair)
+    se = np.sqrt(exact * (1 - exact) / ess_mean(co))
+    assert np.all(np.abs(co.reshape(-1, exact.size).mean(0) - exact) < 4 * se)
+
+
+# ----------------------------------------------------------------------------------------- SBC
+# Simulation-based calibration (Talts et al. 2018): draw theta* from the prior, data from the model, run the
+# sampler on the posterior and record the rank of theta* among L (thinned, roughly independent) posterior draws.
+# For a correct sampler the ranks are uniform on {0, ..., L}. To keep the test fast, R = 100 replications are run
+# at once: their posteriors are independent, so we sample their product (a 100-d target, one coordinate per
+# replication) with a single call to `sample`; a correct sampler gives correct marginals for every coordinate.
+R, L, BINS = 100, 19, 10          # replications, draws per rank (ranks 0..19), histogram bins of 2 ranks each
+A0, B0, NOBS = 4.0, 1.0, 5        # Poisson-Gamma model: lambda ~ Ga(A0, B0), y_1..NOBS ~ Poisson(lambda)
+
+
+def _sbc_pvalue(ranks, bins=BINS):
+    counts = np.bincount(ranks // ((L + 1) // bins), minlength=bins)
+    return stats.chisquare(counts).pvalue
+
+
+def _poisson_gamma_sbc_problem(seed, n_rep=R):
+    rng = np.random.default_rng(seed)
+    lam = rng.gamma(A0, 1 / B0, size=n_rep)
+    ysum = rng.poisson(lam[:, None], size=(n_rep, NOBS)).sum(1)
+    a = A0 + ysum                                           # posterior of lambda: Ga(a, B0 + NOBS)
+    b = B0 + NOBS
+    # theta = log(lambda) is unconstrained; its log density includes the Jacobian: a * theta - b * exp(theta)
+    t = Target(lambda th: anp.sum(a * th - b * anp.exp(th), axis=-1), n_rep, batched=True)
+    return np.log(lam), t, a, b
+
+
+def _ranks(draws, truth):
+    # pool the chains, thin to L draws per coordinate spaced by more than the autocorrelation time
+    # (evenly spaced over all chains; antithetic chains need thinning too, their neighbours are anti-correlated)
+    flat = draws.reshape(-1, draws.shape[-1])
+    assert ess_bulk(draws).min() > 2 * L, "too few effective draws for L roughly independent ones; run longer"
+    kept = flat[np.linspace(0, flat.shape[0] - 1, L).astype(int)]
+    return (kept < truth).sum(0)
+
+
+SBC_RUNS = {"mala": dict(n_warmup=600, n_draws=1500), "hmc": dict(n_warmup=400, n_draws=400, n_steps=6),
+            "nuts": dict(n_warmup=250, n_draws=200)}
+
+
+@pytest.mark.parametrize("kernel", list(SBC_RUNS))
+def test_sbc_gradient_samplers(kernel):
+    truth, t, a, b = _poisson_gamma_sbc_problem(seed=100)
+    res = sample(kernel, t, np.log(a / b), n_chains=4, rng=1, **SBC_RUNS[kernel])
+    assert _sbc_pvalue(_ranks(res.draws, truth)) > 0.005
+
+
+def test_sbc_random_walk_metropolis():
+    # a random walk needs O(dim) iterations per effective draw, so it gets 50 replications (a 50-d product target)
+    # and 5 rank bins (still 10 expected counts per bin)
+    truth, t, a, b = _poisson_gamma_sbc_problem(seed=101, n_rep=50)
+    res = sample("rwmh", t, np.log(a / b), n_warmup=2000, n_draws=12000, n_chains=4, rng=1)
+    assert _sbc_pvalue(_ranks(res.draws, truth), bins=5) > 0.005
+
+
+def test_sbc_gibbs_normal_model():
+    # y_i ~ N(mu, 1/tau), mu ~ N(0, 1), tau ~ Ga(3, 2): one replication per chain (the Gibbs sampler is vectorised)
+    rng = np.random.default_rng(200)
+    mu = rng.normal(0.0, 1.0, size=R)
+    tau = rng.gamma(3.0, 1 / 2.0, size=R)
+    y = mu[:, None] + rng.normal(size=(R, 8)) / np.sqrt(tau)[:, None]
+    d = gibbs_normal(y, 0.0, 1.0, 3.0, 2.0, n_draws=20 * (L + 1) + 50, rng=rng)[:, 50::20][:, :L]  # thin by 20
+    for j, truth in enumerate((mu, tau)):
+        ranks = (d[:, :, j] < truth[:, None]).sum(1)
+        assert _sbc_pvalue(ranks) > 0.005
+
+
+def test_sbc_detects_a_wrong_posterior():
+    # negative control: exact draws from a posterior whose rate is off by 30% must fail the same test
+    truth, _, a, b = _poisson_gamma_sbc_problem(seed=100)
+    draws = np.log(np.random.default_rng(3).gamma(a, 1 / (1.3 * b), size=(L, R)))
+    ranks = (draws < truth).sum(0)
+    assert _sbc_pvalue(ranks) < 1e-4
+
+
+# ----------------------------------------------------------------------------------------- bad input
+def test_bad_input_raises():
+    t = correlated_gaussian(0.5)
+    with pytest.raises(ValueError, match="x0"):
+        sample("nuts", Target(lambda x: anp.log(x[..., 0]) + 0 * x[..., 1], 2, batched=True), np.array([-1.0, 0.0]),
+               10, 10, 2, rng=0)
+    with pytest.raises(ValueError, match="x0"):
+        sample("nuts", t, np.zeros(3), 10, 10, 2, rng=0)
+    with pytest.raises(ValueError, match="x0"):
+        sample("nuts", t, np.array([np.nan, 0.0]), 10, 10, 2, rng=0)
+    with pytest.raises(ValueError, match="step_size"):
+        sample("hmc", t, np.zeros(2), 10, 10, 2, rng=0, step_size=0.0)
+    with pytest.raises(ValueError, match="step_size"):
+        nuts(t, step_size=-0.1)
+    with pytest.raises(ValueError, match="scale"):
+        rwmh(t, scale=0.0)
+    with pytest.raises(ValueError, match="n_steps"):
+        hmc(t, 0.1, n_steps=0)
+    with pytest.raises(ValueError, match="max_depth"):
+        nuts(t, 0.1, max_depth=0)
+    with pytest.raises(ValueError, match="inv_mass"):
+        nuts(t, 0.1, inv_mass=np.ones(3))
+    with pytest.raises(ValueError, match="kernel"):
+        sample("gibbs", t, np.zeros(2), 10, 10, 2, rng=0)
+    with pytest.raises(ValueError, match="rng"):
+        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=None)
+    with pytest.raises(ValueError, match="target_accept"):
+        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=0, target_accept=1.5)
+    with pytest.raises(ValueError, match="n_draws"):
+        sample("nuts", t, np.zeros(2), 10, 0, 2, rng=0)
+    with pytest.raises(ValueError, match="x"):
+        nuts(t, 0.1).init(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="Q"):
+        mh_transition_matrix(np.ones(3), np.ones((3, 3)))
+
+
+# ----------------------------------------------------------------------------------------- figures and callbacks
+def test_figure_functions_and_interactive_callbacks_return_figures():
+    from matplotlib.figure import Figure
+    from bayesnotes.mcmc import fig_acf_mixture, rwm_mixing_plot, hmc_trajectory_plot, fig_leapfrog
+    assert isinstance(fig_acf_mixture(n_draws=200), Figure)
+    assert isinstance(rwm_mixing_plot(500.0, n_draws=300), Figure)
+    assert isinstance(hmc_trajectory_plot(0.7, 30, 2), Figure)        # unstable step: must not raise
+    assert isinstance(fig_leapfrog(), Figure)
