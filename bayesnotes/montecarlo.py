@@ -11,7 +11,7 @@ import numpy as np
 from scipy import special, stats
 from scipy.stats import qmc
 
-from .core import (COLORS, as_rng, check_finite, check_positive, ess, log_normalize,
+from .core import (COLORS, as_rng, check_count, check_finite, check_positive, ess, log_normalize,
                              new_figure)
 
 # %% auto #0
@@ -29,13 +29,6 @@ def _scalar(a):
     a = np.asarray(a)
     return float(a) if a.ndim == 0 else a
 
-def _check_count(name, n, minimum=1):
-    "`n` as an int, raising ValueError naming `name` unless it is a whole number >= `minimum`."
-    ok = (isinstance(n, (int, float, np.integer, np.floating)) and not isinstance(n, bool)
-          and math.isfinite(float(n)) and float(n).is_integer())
-    if not ok or n < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}")
-    return int(n)
 
 class MCEstimate(NamedTuple):
     "A Monte Carlo estimate with its standard error."
@@ -77,7 +70,7 @@ def estimate_pi(n:int,             # number of uniform points
                 radius:float=1.0,  # disc radius r (points are uniform on [-r, r]^2)
                ) -> PiEstimate:
     "Estimate pi as 4 E[1{X^2+Y^2 <= r^2}] with (X, Y) uniform on the square [-r, r]^2."
-    n = _check_count("n", n, 2); r = float(check_positive("radius", radius)); rng = as_rng(rng)
+    n = check_count("n", n, 2); r = float(check_positive("radius", radius)); rng = as_rng(rng)
     pts = rng.uniform(-r, r, size=(n, 2))
     inside = np.sum(pts**2, axis=1) <= r * r
     est = mc_estimate(4.0 * inside)
@@ -143,7 +136,7 @@ def inverse_cdf_sample(ppf:Callable, # vectorised quantile function F^{-1}: (n,)
     "Draw `n` samples as F^{-1}(U) with U uniform on the open interval (0, 1)."
     if not callable(ppf):
         raise ValueError("ppf must be a callable quantile function")
-    n = _check_count("n", n); rng = as_rng(rng)
+    n = check_count("n", n); rng = as_rng(rng)
     x = np.asarray(ppf(_open_uniform(rng, n)), dtype=float)
     if x.shape != (n,):
         raise ValueError(f"ppf must map {n} probabilities to {n} values, got shape {x.shape}")
@@ -181,7 +174,7 @@ def box_muller(n:int,            # number of standard normal draws
                polar:bool=True,  # Marsaglia's polar form (True) or the basic sin/cos form (False)
               ) -> np.ndarray:
     "`n` independent N(0, 1) draws from uniforms by the Box-Muller transform, shape (n,)."
-    n = _check_count("n", n); rng = as_rng(rng)
+    n = check_count("n", n); rng = as_rng(rng)
     m = (n + 1) // 2                                   # pairs needed
     if not polar:
         radius = np.sqrt(-2.0 * np.log(_open_uniform(rng, m)))
@@ -274,8 +267,8 @@ def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised)
     _check_proposal(proposal)
     if not callable(log_target):
         raise ValueError("log_target must be callable")
-    n = _check_count("n", n); rng = as_rng(rng)
-    max_proposals = _check_count("max_proposals", max_proposals)
+    n = check_count("n", n); rng = as_rng(rng)
+    max_proposals = check_count("max_proposals", max_proposals)
     log_M = check_finite("log_M", log_M)
     if log_M.ndim != 0:
         raise ValueError(f"log_M must be a scalar, got shape {log_M.shape}")
@@ -421,8 +414,8 @@ def adaptive_rejection_sample(log_target:Callable, # log-concave log density, ve
     "Exact draws from a log-concave 1-d density by adaptive rejection sampling from a tangent-line hull."
     if not callable(log_target):
         raise ValueError("log_target must be callable")
-    n = _check_count("n", n); rng = as_rng(rng)
-    max_points = _check_count("max_points", max_points, 2); add_per_batch = _check_count("add_per_batch", add_per_batch)
+    n = check_count("n", n); rng = as_rng(rng)
+    max_points = check_count("max_points", max_points, 2); add_per_batch = check_count("add_per_batch", add_per_batch)
     lo, hi = (float(b) for b in bounds)
     if not lo < hi or np.isnan(lo) or np.isnan(hi):
         raise ValueError(f"bounds must satisfy lo < hi, got {bounds}")
@@ -517,7 +510,7 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
     _check_proposal(proposal)
     if not callable(log_target):
         raise ValueError("log_target must be callable")
-    n = _check_count("n", n, 2); rng = as_rng(rng)
+    n = check_count("n", n, 2); rng = as_rng(rng)
     x, lq = _propose(proposal, n, rng)
     logw = _log_density(log_target, x, n, "log_target") - lq
     W, lse = log_normalize(logw)                   # raises if every weight is zero
@@ -545,7 +538,7 @@ def gaussian_proposal_efficiency(scale:float, # proposal/target standard deviati
                                  dim:int,     # dimension D
                                 ) -> ProposalEfficiency:
     "Exact rejection acceptance rate and asymptotic IS ESS fraction for Gaussian target and proposal."
-    s = float(check_positive("scale", scale)); D = _check_count("dim", dim)
+    s = float(check_positive("scale", scale)); D = check_count("dim", dim)
     acc = math.exp(-D * math.log(s)) if s >= 1 else 0.0
     ess_frac = math.exp(D * (0.5 * math.log(2 * s * s - 1) - 2 * math.log(s))) if s * s > 0.5 else 0.0
     return ProposalEfficiency(acc, ess_frac)
@@ -627,7 +620,7 @@ def antithetic_estimate(f:Callable, # vectorised integrand on [0, 1]^dim: (n,) o
     "Estimate E[f(U)], U ~ U(0,1)^dim, from n pairs (U, 1 - U); the stderr uses the n independent pair means."
     if not callable(f):
         raise ValueError("f must be callable")
-    n = _check_count("n", n, 2); d = _check_count("dim", dim); rng = as_rng(rng)
+    n = check_count("n", n, 2); d = check_count("dim", dim); rng = as_rng(rng)
     u = rng.random(n) if d == 1 else rng.random((n, d))
     fu, fv = np.asarray(f(u), dtype=float), np.asarray(f(1.0 - u), dtype=float)
     if fu.shape != (n,) or fv.shape != (n,):
@@ -680,7 +673,7 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
                randomize:str="scramble", # "scramble" (Owen), "shift" (random shift mod 1) or None (deterministic QMC)
               ) -> np.ndarray:
     "A point set in [0, 1)^dim of shape (n, dim): Sobol', Halton or i.i.d. uniform, optionally randomised."
-    n = _check_count("n", n); d = _check_count("dim", dim); rng = as_rng(rng)
+    n = check_count("n", n); d = check_count("dim", dim); rng = as_rng(rng)
     if method not in _QMC_METHODS:
         raise ValueError(f"method must be one of {_QMC_METHODS}, got {method!r}")
     if randomize not in _QMC_RANDOMIZE:
@@ -720,7 +713,7 @@ def rqmc_estimate(f:Callable,               # vectorised integrand on [0,1]^dim:
         raise ValueError("f must be callable")
     if randomize is None and method != "mc":
         raise ValueError("randomize must be 'scramble' or 'shift': replicates of a deterministic point set are identical")
-    n_reps = _check_count("n_reps", n_reps, 2)
+    n_reps = check_count("n_reps", n_reps, 2)
     return mc_estimate(_replicate_means(f, n, dim, rng, method, randomize, n_reps))
 
 # %% ../nbs/03_montecarlo.ipynb #ea4cb6c8
@@ -781,7 +774,7 @@ def fig_proposal_width(scale:float=1.5, # proposal/target standard deviation rat
                        seed:int=0,      # random seed
                       ):
     "Rejection acceptance and IS ESS fraction vs proposal width for N(0, I_D), with a simulated check at `scale`."
-    s = float(check_positive("scale", scale)); D = _check_count("dim", dim); rng = as_rng(seed)
+    s = float(check_positive("scale", scale)); D = check_count("dim", dim); rng = as_rng(seed)
     target = stats.multivariate_normal(np.zeros(D))
     prop = stats.multivariate_normal(np.zeros(D), s**2 * np.eye(D))
     logp = lambda x: np.atleast_1d(target.logpdf(x))

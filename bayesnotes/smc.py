@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .core import as_rng, log_normalize, ess, progress as _progress, new_figure, COLORS, Target
+from .core import as_rng, check_count, log_normalize, ess, progress as _progress, new_figure, COLORS, Target
 from .mcmc import sample
 
 # %% auto #0
@@ -85,11 +85,6 @@ def _gauss_logpdf(resid, fac):
     # whiten with the inverse of the small (d x d) triangular factor: one matmul for all N residuals
     return const - 0.5 * np.sum((resid @ Linv.T) ** 2, axis=1)
 
-def _check_int(name, n, low=1):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {n!r}")
-    return int(n)
-
 # %% ../nbs/05_smc.ipynb #0e7059b2
 class StateSpaceModel:
     "Base class of a state-space model p(x_0) prod p(x_t | x_{t-1}) p(y_t | x_t), vectorised over particles."
@@ -113,7 +108,7 @@ class StateSpaceModel:
                  T:int,     # number of time steps
                  rng=None): # numpy Generator or seed
         "Simulate hidden states (T, dim_x) and observations (T, dim_y)."
-        T = _check_int("T", T); rng = as_rng(rng)
+        T = check_count("T", T); rng = as_rng(rng)
         xs, ys = np.empty((T, self.dim_x)), np.empty((T, self.dim_y))
         x = self.sample_initial(rng, 1)
         for t in range(T):
@@ -281,7 +276,7 @@ def _scheme(name):
 
 def _scheme_args(W, M, rng):
     W = _check_weights(W)
-    return W, (W.size if M is None else _check_int("M", M)), as_rng(rng)
+    return W, (W.size if M is None else check_count("M", M)), as_rng(rng)
 
 def multinomial(W,          # normalised weights, shape (N,)
                 M=None,     # number of ancestors to draw (None: N)
@@ -380,7 +375,7 @@ def smc(model,                      # a `FeynmanKac` model (M0, M, logG, done)
         store_history:bool=False,   # keep the particles and ancestors of every step
         progress:bool=False):       # show a progress bar
     "Run the generic SMC loop on a Feynman-Kac model."
-    N = _check_int("N", N)
+    N = check_count("N", N)
     rng = as_rng(rng)
     scheme = _scheme(resampling)
     if not (np.isscalar(ess_threshold) and 0 <= ess_threshold <= 1):
@@ -712,7 +707,7 @@ def _prior_particles(prior_sample, rng, N):
 def _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale):
     for name, f in (("log_prior", log_prior), ("log_lik", log_lik), ("prior_sample", prior_sample)):
         if not callable(f): raise ValueError(f"{name} must be callable, got {f!r}")
-    _check_int("n_mcmc", n_mcmc, 0)
+    check_count("n_mcmc", n_mcmc, 0)
     if scale is not None and not (np.isscalar(scale) and np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive number or None, got {scale!r}")
 
@@ -763,7 +758,7 @@ def tempered_smc(log_prior:Callable,   # log prior, vectorised: (N, d) -> (N,)
                  scale:Optional[float]=None, # proposal scale (default 2.38 / sqrt(d))
                  progress:bool=False): # show a progress bar
     "SMC sampler with adaptive likelihood tempering: particles, weights, log evidence and temperature schedule."
-    N = _check_int("N", N, 2)
+    N = check_count("N", N, 2)
     model = TemperingFK(log_prior, log_lik, prior_sample, ess_target, n_mcmc, scale)
     res = smc(model, N, rng, resampling=resampling, ess_threshold=1.0, progress=progress)
     return TemperedResult(res.particles, res.weights, res.log_likelihood, np.array(model.lambdas), res.ess,
@@ -883,7 +878,7 @@ def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
          scale:Optional[float]=None, # proposal scale (default 2.38 / sqrt(d))
          progress:bool=False):  # show a progress bar
     "Iterated batch importance sampling: the posterior after each observation, with the log evidence."
-    N = _check_int("N", N, 2)
+    N = check_count("N", N, 2)
     model = IBISFK(log_prior, log_lik, prior_sample, data, n_mcmc, scale)
     res = smc(model, N, rng, resampling=resampling, ess_threshold=ess_threshold, progress=progress)
     return IBISResult(res.particles, res.weights, res.log_likelihood, res.ess, np.array(model.move_steps, dtype=int),
@@ -943,7 +938,7 @@ def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose norm
     "A `Target` whose log density at theta is log p(theta) + log Z_hat(theta), from a fresh particle filter at every call."
     if not (callable(make_model) and callable(log_prior)):
         raise ValueError("make_model and log_prior must be callables of theta")
-    N, dim, rng = _check_int("N", N), _check_int("dim", dim), as_rng(rng)
+    N, dim, rng = check_count("N", N), check_count("dim", dim), as_rng(rng)
     _scheme(resampling)
     def logp(theta):
         lp = float(log_prior(theta))
@@ -1026,7 +1021,7 @@ def loglik_spread(N:int=200,               # number of particles
                   n_runs:int=30,           # independent filter runs
                   seed:int=0):             # random seed
     "Errors log Z_hat - log Z (Kalman) of repeated bootstrap filters on the 1-d example, and the mean number of resampling steps."
-    n_runs = _check_int("n_runs", n_runs, 2)
+    n_runs = check_count("n_runs", n_runs, 2)
     ssm, _, y = _ar1_example()
     logZ = ssm.kalman_filter(y).log_likelihood
     rng = as_rng(seed)

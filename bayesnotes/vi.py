@@ -17,7 +17,7 @@ from autograd.extend import primitive, defvjp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .core import (as_rng, check_finite, check_positive, check_shape, progress, kl_gauss,
+from .core import (as_rng, check_count, check_finite, check_positive, check_shape, progress, kl_gauss,
                              mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update,
                              normal_gamma_log_evidence, Target, as_target, correlated_gaussian, logistic_regression,
                              load_old_faithful, load_breast_cancer, Adam, COLORS, new_figure,
@@ -33,12 +33,6 @@ __all__ = ['MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elb
            'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
-def _count(name, n, least=1):
-    "Validate a count argument (an integer >= least)."
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer, float)) or int(n) != n or n < least:
-        raise ValueError(f"{name} must be an integer >= {least}, got {n!r}")
-    return int(n)
-
 def _target(logp, dim, name="logp", other="the variational family"):
     "Return `logp` as a core `Target` of dimension `dim` (plain functions are wrapped, gradients by autograd)."
     if isinstance(logp, Target):
@@ -133,7 +127,7 @@ class MeanFieldGaussian:
     def transform(self, eps): return self.mean + eps * self.scale
     def sample(self, rng, n:int=1):
         "n reparameterised draws m + s * eps, shape (n, d)."
-        eps = as_rng(rng).standard_normal((_count("n", n), self.dim))
+        eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
         return self.transform(eps)
 
     def log_prob(self, z):
@@ -211,7 +205,7 @@ class FullRankGaussian:
     def transform(self, eps): return self.mean + anp.dot(eps, anp.transpose(self.chol))
     def sample(self, rng, n:int=1):
         "n reparameterised draws m + L eps, shape (n, d)."
-        eps = as_rng(rng).standard_normal((_count("n", n), self.dim))
+        eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
         return self.transform(eps)
 
     def log_prob(self, z):
@@ -268,7 +262,7 @@ def elbo(logp,                 # log joint density: an autograd-differentiable f
         ) -> Estimate:
     "Monte Carlo estimate of the ELBO E_q[log p(x, z) - log q(z)] and its standard error."
     q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), _count("n_samples", n_samples, 2), as_rng(rng)
+    t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 2), as_rng(rng)
     Z = q.sample(rng, n)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return Estimate(float(ell.mean()), float(ell.std(ddof=1) / np.sqrt(n)))
@@ -399,7 +393,7 @@ def vb_normal_gamma(x,          # observations, shape (N,)
     "CAVI for the mean-field posterior q(mu) q(tau) of a Gaussian with unknown mean and precision."
     post = normal_gamma_update(x, mu0, kappa0, a0, b0)      # validates x and the hyper-parameters
     x = np.asarray(x, float)
-    n_iter = _count("n_iter", n_iter, 1)
+    n_iter = check_count("n_iter", n_iter, 1)
     state = np.array([mu0, kappa0 * a0 / b0, a0, b0] if init is None else init, float)
     check_shape("init", state, (4,))
     check_finite("init", state)
@@ -503,7 +497,7 @@ def cavi_ising(y,                   # noisy image, shape (H, W)
     if y.ndim != 2:
         raise ValueError(f"y must be a 2-d image, got shape {y.shape}")
     check_finite("J", J); sigma = float(check_positive("sigma", sigma))
-    n_iter = _count("n_iter", n_iter, 1)
+    n_iter = check_count("n_iter", n_iter, 1)
     if not 0 <= damping < 1:
         raise ValueError(f"damping must lie in [0, 1), got {damping!r}")
     if schedule not in ("parallel", "checkerboard"):
@@ -530,7 +524,7 @@ def cavi_ising(y,                   # noisy image, shape (H, W)
 def ising_test_image(size:int=64, # image side in pixels
                     ) -> np.ndarray:
     "A synthetic binary (+1/-1) image: a disc, a ring, a bar and a square."
-    size = _count("size", size, 8)
+    size = check_count("size", size, 8)
     u = (np.arange(size) + 0.5) / size
     X, Y = np.meshgrid(u, u)
     r1 = np.hypot(X - 0.3, Y - 0.3)
@@ -650,7 +644,7 @@ def cavi_gmm(X,                  # data, shape (N, D)
     if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"X must have shape (N, D) with N >= 2, got {X.shape}")
     N, D = X.shape
-    K, n_iter = _count("K", K, 1), _count("n_iter", n_iter, 1)
+    K, n_iter = check_count("K", K, 1), check_count("n_iter", n_iter, 1)
     alpha0, beta0 = float(check_positive("alpha0", alpha0)), float(check_positive("beta0", beta0))
     m0 = X.mean(0) if m0 is None else check_shape("m0", check_finite("m0", m0), (D,))
     W0 = np.diag(1 / np.maximum(X.var(0), 1e-12)) if W0 is None else check_shape("W0", check_finite("W0", W0), (D, D))
@@ -757,7 +751,7 @@ def score_function_grad(logp,               # log joint: autograd function of z 
                        ) -> GradEstimate:
     "Score-function (REINFORCE) estimate of the ELBO gradient, optionally with a baseline control variate."
     q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), _count("n_samples", n_samples, 4 if baseline else 2), as_rng(rng)
+    t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 4 if baseline else 2), as_rng(rng)
     Z = q.sample(rng, n)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     terms = _score_terms(q.score(Z), ell, baseline)
@@ -780,7 +774,7 @@ def reparam_grad(logp,              # log joint: autograd function of z (dim,) o
                 ) -> GradEstimate:
     "Reparameterisation (pathwise) estimate of the ELBO gradient, closed-form entropy term."
     q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), _count("n_samples", n_samples, 2), as_rng(rng)
+    t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 2), as_rng(rng)
     terms, _ = _path_terms(t, q, rng.standard_normal((n, q.dim)))
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
@@ -931,12 +925,12 @@ def _moving_average_stop(trace, window, patience):
 
 def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0, callback=None):
     "Shared Adam ascent loop: step_fn(q, t) -> (gradient, ELBO estimate); optional Polyak averaging of the iterates."
-    n_iter = _count("n_iter", n_iter, 1)
+    n_iter = check_count("n_iter", n_iter, 1)
     if not 0 <= average < 1:
         raise ValueError(f"average must lie in [0, 1), got {average!r}")
     lr_fn = lr if callable(lr) else (lambda t, _lr=float(check_positive("lr", lr)): _lr)
     if patience is not None:
-        patience, window = _count("patience", patience, 1), _count("window", window, 1)
+        patience, window = check_count("patience", patience, 1), check_count("window", window, 1)
     opt, trace, iterates = Adam(lr=lr_fn(0)), [], []
     params = np.array(q.params, float)
     for it in progress(range(n_iter), show, desc=desc):
@@ -977,7 +971,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
         dim = logp.dim
     dim = _check_dim(dim)
     t, q = _target(logp, dim), _make_family(family, dim)
-    n, rng = _count("n_samples", n_samples, 4 if gradient == "score" else 1), as_rng(rng)
+    n, rng = check_count("n_samples", n_samples, 4 if gradient == "score" else 1), as_rng(rng)
     if gradient == "reparam":
         def step(qc, it):
             terms, lp = _path_terms(t, qc, rng.standard_normal((n, dim)))
@@ -1084,11 +1078,11 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
     "Stochastic VI: reparameterised ELBO gradients with minibatches, N/M scaling applied to the likelihood only."
     if not (callable(log_prior) and callable(log_lik)):
         raise ValueError("log_prior and log_lik must be callables")
-    N, dim = _count("n_data", n_data, 1), _check_dim(dim)
-    M = _count("batch_size", batch_size, 1)
+    N, dim = check_count("n_data", n_data, 1), _check_dim(dim)
+    M = check_count("batch_size", batch_size, 1)
     if M > N:
         raise ValueError(f"batch_size must be at most n_data={N}, got {M}")
-    q, S, rng = _make_family(family, dim), _count("n_samples", n_samples, 1), as_rng(rng)
+    q, S, rng = _make_family(family, dim), check_count("n_samples", n_samples, 1), as_rng(rng)
     scale = N / M
     def step(qc, it):
         idx = rng.choice(N, M, replace=False)
@@ -1159,7 +1153,7 @@ def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a 
               ) -> Estimate:
     "Importance-weighted (IWAE) lower bound E[log mean_k w_k] on log p(x), with its standard error."
     q = _check_family(q)
-    t, K, n, rng = _target(logp, q.dim), _count("K", K, 1), _count("n", n, 2), as_rng(rng)
+    t, K, n, rng = _target(logp, q.dim), check_count("K", K, 1), check_count("n", n, 2), as_rng(rng)
     Z = q.sample(rng, n * K)
     logw = (_logp_values(t, Z) - np.asarray(q.log_prob(Z), float)).reshape(n, K)
     L = special.logsumexp(logw, axis=1) - np.log(K)
@@ -1292,7 +1286,7 @@ def logistic_predictive(mean,            # posterior mean of the weights, shape 
     if X.ndim != 2 or X.shape[1] != d:
         raise ValueError(f"X must have shape (n, {d}), got {X.shape}")
     if method == "mc":
-        W = mvn_sample(rng, mean, cov, _count("n_samples", n_samples, 1))     # validates cov (PD) and rng
+        W = mvn_sample(rng, mean, cov, check_count("n_samples", n_samples, 1))     # validates cov (PD) and rng
         p = special.expit(X @ W.T).mean(1)
     elif method in ("probit", "quad"):
         if not np.allclose(cov, cov.T) or np.min(np.linalg.eigvalsh(0.5 * (cov + cov.T))) < -1e-10 * max(1, np.abs(cov).max()):
@@ -1310,7 +1304,7 @@ def logistic_example(n:int=30,        # number of points
                     ) -> tuple:
     "Linearly separable 2-d data (no intercept) in the spirit of the book's Laplace example: (X (n, 2), y)."
     rng = as_rng(seed)
-    X = rng.normal(0, 1.5, size=(_count("n", n, 2), 2))
+    X = rng.normal(0, 1.5, size=(check_count("n", n, 2), 2))
     y = (X @ np.array([2.3, 1.0]) > 0).astype(float)
     return X, y
 
@@ -1355,7 +1349,7 @@ def grid_posterior(target,                # batched 2-d `Target` (log joint)
     "Reference posterior of a 2-d model by quadrature on a grid whose border is `border` nats below the peak."
     if not isinstance(target, Target) or target.dim != 2 or not target.batched:
         raise ValueError("target must be a batched 2-d Target")
-    n, border = _count("n", n, 10), float(check_positive("border", border))
+    n, border = check_count("n", n, 10), float(check_positive("border", border))
     given = [lim is not None for lim in (lim1, lim2)]
     lims = [_check_lim(name, lim) if lim is not None else None for name, lim in (("lim1", lim1), ("lim2", lim2))]
     if not all(given):                                        # start at the Laplace fit, mode +- 10 sd

@@ -39,7 +39,7 @@ def test_checks_name_the_argument():
     with pytest.raises(ValueError, match="^sigma must be positive"):
         check_positive("sigma", 0.0)
     assert check_positive("sigma", 0.0, strict=False) == 0.0
-    for bad in (0, -3, 2.5, True, "3", None):
+    for bad in (0, -3, 2.5, True, "3", None, np.inf, np.nan):
         with pytest.raises(ValueError, match="^n_draws must be an integer >= 1"):
             check_count("n_draws", bad)
     assert check_count("n", 0, minimum=0) == 0 and isinstance(check_count("n", np.int64(4)), int)
