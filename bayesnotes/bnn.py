@@ -25,7 +25,7 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'toy_function', 'toy_regression_data', 'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood',
            'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'kl_diag_gauss', 'kl_weights',
            'BBBFit', 'bayes_by_backprop', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows',
-           'LaplaceFit', 'laplace', 'laplace_last_layer', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive',
+           'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive',
            'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression',
            'nuts_distances', 'fig_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult',
            'regression_benchmark', 'explore_uncertainty']
@@ -251,15 +251,7 @@ def calibration_error(y, mean, std, levels=CALIBRATION_LEVELS) -> float: # as in
     return float(np.mean(np.abs(cov - lv)))
 
 # %% ../nbs/07_bnn.ipynb #3441783e
-@contextmanager
-def _one_blas_thread():
-    "Limit BLAS to one thread inside training loops (small matrices; avoids oversubscription)."
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # threadpoolctl comes with scikit-learn; without it, run as configured
-        yield; return
-    with threadpool_limits(1):
-        yield
+from .core import blas_threads
 
 def _gauss_loglik(y, f, log_sigma):
     return -0.5 * np.log(2 * np.pi) - log_sigma - 0.5 * ((y - f) / anp.exp(log_sigma)) ** 2
@@ -279,7 +271,7 @@ def _ascend(objective, params, n_iter, lr, progress_bar=False, desc="adam"):
     flat, unflatten = flatten(params)
     vg = _ad_value_and_grad(lambda f, t: objective(unflatten(f), t))
     opt, trace = Adam(lr=lr), np.empty(n_iter)
-    with _one_blas_thread():
+    with blas_threads():
         for t in _progress(range(n_iter), progress_bar, desc=desc):
             v, g = vg(flat, t)
             trace[t] = v
@@ -306,7 +298,7 @@ class RegressionFit:
         X = _check_X(X, self.sizes[0])
         if int(n_samples) != n_samples or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        with _one_blas_thread():
+        with blas_threads():
             f, noise = self._sample_functions(X, int(n_samples), rng)
         return _predictive(f, noise)
 
@@ -547,7 +539,7 @@ class LaplaceFit(RegressionFit):
         X = _check_X(X, self.sizes[0])
         if int(n_samples) != n_samples or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        with _one_blas_thread():
+        with blas_threads():
             f0, J = self.f(self.params, X), self.jacobian(X)
             var_f = np.sum(linalg.solve_triangular(self.chol, J.T, lower=True) ** 2, axis=0)
             eps = as_rng(rng).standard_normal((self.block.size, int(n_samples)))
@@ -555,7 +547,7 @@ class LaplaceFit(RegressionFit):
         f = f0 + (J @ delta).T
         return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_samples), self.noise_std))
 
-def laplace(X, y,                # training inputs (N, d) and targets (N,)
+def laplace_ggn(X, y,                # training inputs (N, d) and targets (N,)
             fit: MAPFit = None,  # a MAP fit to expand around; None fits one with **map_kwargs
             rng=None,            # numpy Generator or seed (only used to fit the MAP)
             subset="all",        # "all" (full GGN) or "last_layer"
@@ -572,15 +564,15 @@ def laplace(X, y,                # training inputs (N, d) and targets (N,)
     out = LaplaceFit(fit.params, block, None, sizes=fit.sizes, activation=fit.activation, prior_std=fit.prior_std,
                      noise_std=fit.noise_std, trace=fit.trace,
                      method="Laplace (" + ("last layer" if subset == "last_layer" else "full GGN") + ")")
-    with _one_blas_thread():
+    with blas_threads():
         J = out.jacobian(X)
         Lam = J.T @ J / fit.noise_std ** 2 + np.diag(1. / fit.prior_std[block] ** 2)
         out.chol = np.linalg.cholesky(Lam)
     return out
 
-def laplace_last_layer(X, y, fit: MAPFit = None, rng=None, **map_kwargs): # as in `laplace`
+def laplace_last_layer(X, y, fit: MAPFit = None, rng=None, **map_kwargs): # as in `laplace_ggn`
     "Last-layer Laplace approximation: exact Gaussian posterior of the output layer given the MAP features."
-    return laplace(X, y, fit=fit, rng=rng, subset="last_layer", **map_kwargs)
+    return laplace_ggn(X, y, fit=fit, rng=rng, subset="last_layer", **map_kwargs)
 
 # %% ../nbs/07_bnn.ipynb #42462d06
 class ToyComparison(NamedTuple):
@@ -613,7 +605,7 @@ def _toy_comparison(n_train, seed, hidden, nuts):
     timed("ensemble", lambda: deep_ensemble(X, y, rng=int(seeds[3]), **kw))
     timed("anchored ensemble", lambda: deep_ensemble(X, y, rng=int(seeds[4]), anchored=True, **kw))
     timed("Laplace (last layer)", lambda: laplace_last_layer(X, y, fit=fits["MAP"]))
-    timed("Laplace (full GGN)", lambda: laplace(X, y, fit=fits["MAP"], subset="all"))
+    timed("Laplace (full GGN)", lambda: laplace_ggn(X, y, fit=fits["MAP"], subset="all"))
     if nuts:
         timed("NUTS", lambda: nuts_regression(X, y, rng=int(seeds[5]), **model, **NUTS_RUN))
     return ToyComparison(X, y, fits, secs)
@@ -689,7 +681,7 @@ class SamplesFit(RegressionFit):
         return self.f(flat[take], X), np.full(len(take), self.noise_std)
     def function_draws(self, X): # inputs (N, d)
         "Network outputs of every draw, shape (chain, draw, N)."
-        with _one_blas_thread():
+        with blas_threads():
             return self.f(self.draws, _check_X(X, self.sizes[0]))
     def rhat_predictions(self, X): # inputs (N, d)
         "Rank-normalised split R-hat of f(x) at each input, shape (N,)."
@@ -725,7 +717,7 @@ def nuts_regression(X, y, rng=None, hidden=(10,), activation="relu", weight_scal
     if init.shape != (n_chains, prior_std.size):
         raise ValueError(f"init must have shape ({n_chains}, {prior_std.size}), got {init.shape}")
     target = regression_target(X, y, sizes, activation, prior_std, noise_std)
-    with _one_blas_thread():
+    with blas_threads():
         res = sample("nuts", target, x0=init / prior_std, n_warmup=n_warmup, n_draws=n_draws, n_chains=n_chains,
                      rng=rng, progress=progress, max_depth=max_depth)
     return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=activation, prior_std=prior_std,
@@ -775,7 +767,7 @@ BENCHMARK_TRAIN = dict(n_iter=300, lr=1e-2, batch_size=32)
 def benchmark_methods(**train) -> dict: # overrides of BENCHMARK_TRAIN (n_iter, lr, batch_size)
     "The methods of the benchmark: name -> function (X, y, rng) returning a fit with `predict`."
     kw = dict(**BENCHMARK_MODEL, **{**BENCHMARK_TRAIN, **train})
-    def laplace_full(X, y, rng): return laplace(X, y, fit=fit_map(X, y, rng=rng, **kw))
+    def laplace_full(X, y, rng): return laplace_ggn(X, y, fit=fit_map(X, y, rng=rng, **kw))
     return {"MAP": lambda X, y, rng: fit_map(X, y, rng=rng, **kw),
             "BBB": lambda X, y, rng: bayes_by_backprop(X, y, rng=rng, **kw),
             "MC dropout": lambda X, y, rng: mc_dropout(X, y, rng=rng, p_drop=0.05, **kw),
@@ -839,7 +831,7 @@ def explore_uncertainty(n_train:int=20,         # toy training points
     kw = {**TOY_MODEL, "weight_scale": (weight_scale, 2.), "bias_scale": (weight_scale, 1.)}
     fit = fit_map(X, y, rng=seed, n_iter=800, lr=2e-2, batch_size=None if n_train <= 100 else 100, **kw)
     x = np.linspace(-2, 2, 300)
-    pred = laplace(X, y, fit=fit).predict(x[:, None], 100, rng=seed)
+    pred = laplace_ggn(X, y, fit=fit).predict(x[:, None], 100, rng=seed)
     fig, ax = new_figure(width=7, height=3.5)
     ax.plot(x, toy_function(x), "k--", lw=0.8)
     _band(ax, x, pred, COLORS[0])

@@ -15,16 +15,7 @@ from .core import (COLORS, as_rng, beta_binomial_update, check_finite, check_pos
                              load_digits01, logistic_regression, new_figure, value_and_grad)
 from .core import progress as _progress
 
-@contextmanager
-def _blas_threads(n=1):
-    "Limit BLAS threads while fitting small dense models (threads fighting over 2 cores slow them down)."
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:            # threadpoolctl comes with scikit-learn; without it, just run
-        yield
-        return
-    with threadpool_limits(n, user_api="blas"):
-        yield
+from .core import blas_threads
 
 # %% auto #0
 __all__ = ['REJECT', 'expected_loss', 'Decision', 'bayes_action', 'weighted_quantile', 'bayes_estimator', 'fig_bayes_estimators',
@@ -592,7 +583,7 @@ def logistic_map(X,              # (n, d) design matrix
     def neg(w):
         v, g = target.value_and_grad(w)
         return -v, -g
-    with _blas_threads(1):
+    with blas_threads(1):
         res = optimize.minimize(neg, np.zeros(target.dim), jac=True, method="L-BFGS-B",
                                 options={"maxiter": 5000, "gtol": 1e-10})
     return res.x
@@ -872,7 +863,7 @@ def digits_logits(n_train=400,   # training examples (the rest is split evenly i
         W = anp.reshape(w, (D, C))
         Z = anp.dot(Xb[tr], W)
         return anp.sum(_ag_logsumexp(Z, axis=1)) - anp.sum(Y * Z) + 0.5 * l2 * anp.sum(W[:-1] ** 2)
-    with _blas_threads(1):   # a 650-parameter fit: extra BLAS threads only compete for the cores
+    with blas_threads(1):   # a 650-parameter fit: extra BLAS threads only compete for the cores
         res = optimize.minimize(value_and_grad(objective), np.zeros(D * C), jac=True, method="L-BFGS-B",
                                 options={"maxiter": 100})   # early stopping: a fixed amount of training
     Z = Xb @ res.x.reshape(D, C)

@@ -373,22 +373,11 @@ def _check_order(order, n):
         raise ValueError(f"order must index the {n} observations (0..{n - 1})")
     return idx
 
-_BLAS_CONTROLLER = []
-
-def _blas_single_thread():
-    "Limit BLAS to one thread: EP does many tiny (d x d) products, for which threads only add contention."
-    from contextlib import nullcontext
-    try:
-        if not _BLAS_CONTROLLER:   # scanning the loaded libraries is slow: do it once per session
-            from threadpoolctl import ThreadpoolController
-            _BLAS_CONTROLLER.append(ThreadpoolController())
-        return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
-    except ImportError:            # threadpoolctl comes with scikit-learn; without it, run as is
-        return nullcontext()
+from .core import blas_threads
 
 def _adf_glm(X, ys, S0, moments, order):
     S, m, logZ = S0.copy(), np.zeros(X.shape[1]), 0.0
-    with _blas_single_thread():
+    with blas_threads():
         for i in order:
             x = X[i]; Sx = S @ x; v = (x @ Sx).item(); mu = (x @ m).item()
             lz, mh, vh = moments(ys[i], mu, v)
@@ -508,7 +497,7 @@ def _glm_log_evidence(st, ys, moments, alpha):
 def _ep_glm(X, ys, S0, link, alpha=1.0, n_sweeps=50, damping=1.0, tol=1e-6, schedule="sequential",
             max_updates=None, progress_bar=False, n_quad=None):
     "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta); see `ep_probit`."
-    with _blas_single_thread():
+    with blas_threads():
         return _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress_bar, n_quad)
 
 def _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress_bar, n_quad):
@@ -1042,7 +1031,7 @@ def importance_reference(X,                  # design matrix, shape (n, d)
     if d != X.shape[1]: raise ValueError(f"proposal mean must have length {X.shape[1]}, got {d}")
     t = stats.multivariate_t(m, C, df=df)
     thetas, logws = [], []
-    with _blas_single_thread():
+    with blas_threads():
         for start in range(0, int(n_draws), int(batch)):
             k = min(int(batch), int(n_draws) - start)
             z = rng.standard_normal((k, d)) @ L.T / np.sqrt(rng.chisquare(df, size=(k, 1)) / df)

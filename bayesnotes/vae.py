@@ -18,7 +18,8 @@ from autograd.misc import flatten
 from .core import (as_rng, check_finite, check_positive, Adam, COLORS, new_figure, load_digits01,
                              regenerate_figures)
 from .core import progress as _progress
-from .bnn import mlp_init, mlp_apply, _one_blas_thread
+from .bnn import mlp_init, mlp_apply
+from .core import blas_threads
 
 # %% auto #0
 __all__ = ['VAE_TRAIN', 'LATENT_DIMS', 'IWAE_KS', 'BETAS', 'DigitsSplit', 'digits_data', 'show_images', 'log_bernoulli',
@@ -163,7 +164,7 @@ class VAE:
         opt, n, B = Adam(lr=lr), X.shape[0], int(batch_size)
         hist = {k: [] for k in ("epoch", "beta", "train_elbo", "test_elbo", "seconds")}
         t0 = time.process_time()
-        with _one_blas_thread():
+        with blas_threads():
             for ep in _progress(range(int(epochs)), progress, desc="VAE epochs"):
                 b = beta * min(1., (ep + 1) / warmup_epochs) if warmup_epochs else beta
                 perm, tot = rng.permutation(n), 0.
@@ -187,7 +188,7 @@ class VAE:
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         if int(n_samples) != n_samples or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        with _one_blas_thread():
+        with blas_threads():
             rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_samples), X.shape[0], self.latent_dim)))
         return float(np.mean(rec - kl))
 
@@ -198,7 +199,7 @@ class VAE:
         "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x); shape (K, n)."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         if int(K) != K or K < 1: raise ValueError(f"K must be a positive integer, got {K!r}")
-        with _one_blas_thread():
+        with blas_threads():
             mu, ls = self._encode(self.params, X)
             out = []
             for k0 in range(0, int(K), chunk):
@@ -246,7 +247,7 @@ class VAE:
     def rate_distortion(self, X, n_samples:int=1, rng=None): # images; draws of z per image; Generator or seed
         "Rate E KL(q(z|x) || p(z)) and distortion -E_q log p(x|z), nats per image (ELBO = -(rate + distortion))."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        with _one_blas_thread():
+        with blas_threads():
             rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_samples), X.shape[0], self.latent_dim)))
         return float(np.mean(kl)), float(-np.mean(rec))
 

@@ -10,7 +10,7 @@ import autograd.numpy as anp
 from bayesnotes.core import kl_gauss
 from bayesnotes.bnn import (mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, jacobian_rows, kl_diag_gauss,
                             kl_weights, toy_regression_data, fit_map, bayes_by_backprop, mc_dropout,
-                            deep_ensemble, laplace, laplace_last_layer, rmse, gaussian_nll,
+                            deep_ensemble, laplace_ggn, laplace_last_layer, rmse, gaussian_nll,
                             predictive_log_likelihood, calibration, calibration_error, Predictive, TOY_MODEL,
                             regression_benchmark, format_table, explore_uncertainty, nuts_regression,
                             regression_target, _softplus)
@@ -93,7 +93,7 @@ def test_laplace_exact_for_linear_model(linear_problem):
     assert np.allclose(fit.params, m, atol=1e-4)                       # MAP = posterior mean
     Xq = np.array([[0., 0.], [3., -2.], [-1., 4.]]); Pq = np.column_stack([Xq, np.ones(3)])
     exact_sd = np.sqrt(np.einsum("ij,jk,ik->i", Pq, S, Pq) + 0.4 ** 2)
-    for lap in (laplace(X, y, fit=fit), laplace_last_layer(X, y, fit=fit)):
+    for lap in (laplace_ggn(X, y, fit=fit), laplace_last_layer(X, y, fit=fit)):
         p = lap.predict(Xq, 20000, rng=1)
         assert np.allclose(p.std, exact_sd) and np.allclose(p.mean, Pq @ m, atol=1e-4)
         # the function draws are N(mean, exact variance): check their spread within Monte Carlo error
@@ -172,7 +172,7 @@ def toy_fits():
             "ensemble": deep_ensemble(X, y, rng=4, **kw),
             "anchored ensemble": deep_ensemble(X, y, rng=5, anchored=True, **kw),
             "Laplace last layer": laplace_last_layer(X, y, fit=m),
-            "Laplace GGN": laplace(X, y, fit=m)}, m
+            "Laplace GGN": laplace_ggn(X, y, fit=m)}, m
 
 
 def test_uncertainty_grows_away_from_data(toy_fits):
@@ -259,7 +259,7 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="p_drop"): mc_dropout(X, y, rng=0, p_drop=1.)
     with pytest.raises(ValueError, match="n_members"): deep_ensemble(X, y, rng=0, n_members=0)
     with pytest.raises(ValueError, match="anchored"): deep_ensemble(X, y, rng=0, anchored=True)
-    with pytest.raises(ValueError, match="subset"): laplace(X, y, rng=0, subset="first")
+    with pytest.raises(ValueError, match="subset"): laplace_ggn(X, y, rng=0, subset="first")
     with pytest.raises(ValueError, match="activation"): fit_map(X, y, rng=0, activation="gelu")
     with pytest.raises(ValueError, match="n "): toy_regression_data(0, 0)
     fit = fit_map(X, y, rng=0, hidden=(3,), n_iter=5)
