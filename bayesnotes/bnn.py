@@ -16,7 +16,7 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .core import (as_rng, check_finite, check_positive, Adam, COLORS, new_figure, regenerate_figures)
+from .core import (as_rng, check_count, check_finite, check_positive, Adam, COLORS, new_figure, regenerate_figures)
 from .core import progress as _progress
 
 # %% auto #0
@@ -179,7 +179,7 @@ def toy_regression_data(n:int,               # number of points
                         low:float=-1., high:float=1., # input range
                        ) -> tuple:
     "Toy data set: x ~ U(low, high) sorted, y = toy_function(x) + N(0, noise_std^2); returns X (n, 1), y (n,)."
-    if int(n) != n or n < 1: raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_count("n", n)
     check_positive("noise_std", noise_std)
     if not high > low: raise ValueError(f"need low < high, got low={low}, high={high}")
     rng = as_rng(rng)
@@ -296,8 +296,7 @@ class RegressionFit:
                 rng=None):             # numpy Generator or seed (needed by sampling-based methods)
         "Predictive mean and sd at X, with the function draws behind them."
         X = _check_X(X, self.sizes[0])
-        if int(n_samples) != n_samples or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        n_samples = check_count("n_samples", n_samples)
         with blas_threads():
             f, noise = self._sample_functions(X, int(n_samples), rng)
         return _predictive(f, noise)
@@ -316,7 +315,7 @@ def _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter
     prior_std = mlp_prior_std(sizes, weight_scale, bias_scale)
     check_positive("bias_scale", bias_scale)
     if noise_std is not None: noise_std = float(check_positive("noise_std", noise_std))
-    if int(n_iter) != n_iter or n_iter < 1: raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}")
+    n_iter = check_count("n_iter", n_iter)
     check_positive("lr", lr)
     if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
         raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
@@ -382,7 +381,7 @@ def kl_weights(M:int,              # number of minibatches per epoch
                scheme="uniform",   # "uniform" (1/M each) or "blundell" (2^(M-j) / (2^M - 1))
               ) -> np.ndarray:
     "Share of the complexity cost given to each of the M minibatches of an epoch (sums to one)."
-    if int(M) != M or M < 1: raise ValueError(f"M must be a positive integer, got {M!r}")
+    M = check_count("M", M)
     if scheme == "uniform": return np.full(int(M), 1. / M)
     if scheme == "blundell":
         j = np.arange(1, int(M) + 1)
@@ -406,7 +405,7 @@ def bayes_by_backprop(X, y, rng=None, hidden=(50,), activation="relu", weight_sc
     "Bayes by Backprop: mean-field Gaussian VI with softplus scales, reparameterised gradients and closed-form KL."
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
-    if int(n_mc) != n_mc or n_mc < 1: raise ValueError(f"n_mc must be a positive integer, got {n_mc!r}")
+    n_mc = check_count("n_mc", n_mc)
     check_positive("init_std", init_std)
     if kl_scheme not in ("uniform", "blundell"):
         raise ValueError(f"kl_scheme must be 'uniform' or 'blundell', got {kl_scheme!r}")
@@ -449,7 +448,7 @@ def mc_dropout(X, y, rng=None, hidden=(50,), activation="relu", weight_scale=1.,
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
     if not 0 <= p_drop < 1: raise ValueError(f"p_drop must lie in [0, 1), got {p_drop}")
-    if int(n_mc) != n_mc or n_mc < 1: raise ValueError(f"n_mc must be a positive integer, got {n_mc!r}")
+    n_mc = check_count("n_mc", n_mc)
     rng, N, keep = as_rng(rng), len(y), 1. - p_drop
     decay = 1. / prior_std ** 2                  # prior precision, times keep for weights after a dropout layer
     i = 0
@@ -490,8 +489,7 @@ def deep_ensemble(X, y, rng=None,
     "Deep ensemble of n_members MAP networks from independent prior draws, trained in one vectorised loop."
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
-    if int(n_members) != n_members or n_members < 1:
-        raise ValueError(f"n_members must be a positive integer, got {n_members!r}")
+    n_members = check_count("n_members", n_members)
     if anchored and noise_std is None:
         raise ValueError("anchored=True needs a fixed noise_std (the targets are perturbed with it)")
     rng, N, M = as_rng(rng), len(y), int(n_members)
@@ -537,8 +535,7 @@ class LaplaceFit(RegressionFit):
     def predict(self, X, n_samples:int=100, rng=None):
         "Exact linearised predictive mean and sd at X, plus n_samples function draws."
         X = _check_X(X, self.sizes[0])
-        if int(n_samples) != n_samples or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        n_samples = check_count("n_samples", n_samples)
         with blas_threads():
             f0, J = self.f(self.params, X), self.jacobian(X)
             var_f = np.sum(linalg.solve_triangular(self.chol, J.T, lower=True) ** 2, axis=0)
@@ -803,7 +800,7 @@ def regression_benchmark(X, y,                  # full data set (n, d), (n,)
     X, y = _check_Xy(X, y)
     methods = benchmark_methods() if methods is None else dict(methods)
     if not methods: raise ValueError("methods must name at least one method")
-    if int(n_splits) != n_splits or n_splits < 1: raise ValueError(f"n_splits must be a positive integer, got {n_splits!r}")
+    n_splits = check_count("n_splits", n_splits)
     if not 0 < test_fraction < 1: raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
     rng, n = as_rng(rng), len(y)
     n_test = max(1, int(round(test_fraction * n))); n_train = n - n_test

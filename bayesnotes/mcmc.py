@@ -22,7 +22,7 @@ import numpy as np
 from scipy import special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
-from .core import (Target, as_target, as_rng, check_finite, check_positive, progress as _progress,
+from .core import (Target, as_target, as_rng, check_count, check_finite, check_positive, progress as _progress,
                              new_figure, COLORS, correlated_gaussian, funnel, load_iris_2d)
 from .diagnostics import rhat, ess_bulk, autocorr
 
@@ -367,8 +367,7 @@ def hmc(target,            # a `Target`, or an autograd log density with `dim`
     "Hamiltonian Monte Carlo kernel with a fixed number of leapfrog steps and a Metropolis correction."
     target = _target_of(target, dim)
     _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
-    if isinstance(n_steps, bool) or int(n_steps) != n_steps or n_steps < 1:
-        raise ValueError(f"`n_steps` must be a positive integer, got {n_steps}")
+    n_steps = check_count("n_steps", n_steps)
     L = int(n_steps)
     def make_program(step_size, inv_mass):
         m = inv_mass
@@ -484,8 +483,7 @@ def nuts(target,           # a `Target`, or an autograd log density with `dim`
     "No-U-Turn sampler with multinomial trajectory sampling and the generalised U-turn criterion, as Stan does it."
     target = _target_of(target, dim)
     _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
-    if isinstance(max_depth, bool) or int(max_depth) != max_depth or max_depth < 1:
-        raise ValueError(f"`max_depth` must be a positive integer, got {max_depth}")
+    max_depth = check_count("max_depth", max_depth)
     def make_program(step_size, inv_mass):
         return _nuts_program(step_size, inv_mass, int(max_depth))
     return _make_kernel("nuts", target, True, make_program,

@@ -15,7 +15,7 @@ import autograd.numpy as anp
 from autograd import value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .core import (as_rng, check_finite, check_positive, Adam, COLORS, new_figure, load_digits01,
+from .core import (as_rng, check_count, check_finite, check_positive, Adam, COLORS, new_figure, load_digits01,
                              regenerate_figures)
 from .core import progress as _progress
 from .bnn import mlp_init, mlp_apply
@@ -84,8 +84,7 @@ class VAE:
     def __init__(self, latent_dim:int=2,  # dimension d of z
                  hidden=(128,),           # hidden widths of the encoder (the decoder mirrors them)
                  activation="relu"):      # hidden nonlinearity
-        if int(latent_dim) != latent_dim or latent_dim < 1:
-            raise ValueError(f"latent_dim must be a positive integer, got {latent_dim!r}")
+        latent_dim = check_count("latent_dim", latent_dim)
         try:
             self.hidden = tuple(int(h) for h in np.atleast_1d(hidden))
         except (TypeError, ValueError):
@@ -148,9 +147,8 @@ class VAE:
         "Maximise the (beta-weighted) ELBO with Adam on minibatches; returns self with `history` filled in."
         rng = as_rng(rng)
         X = self._check_X(X)
-        if int(epochs) != epochs or epochs < 1: raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
-        if int(batch_size) != batch_size or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        epochs = check_count("epochs", epochs)
+        batch_size = check_count("batch_size", batch_size)
         check_positive("lr", lr); check_positive("beta", beta, strict=False)
         if int(warmup_epochs) != warmup_epochs or warmup_epochs < 0:
             raise ValueError(f"warmup_epochs must be a non-negative integer, got {warmup_epochs!r}")
@@ -186,8 +184,7 @@ class VAE:
              rng=None):           # numpy Generator or seed
         "Average ELBO per image (nats): Monte Carlo reconstruction term minus the closed-form KL."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        if int(n_samples) != n_samples or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        n_samples = check_count("n_samples", n_samples)
         with blas_threads():
             rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_samples), X.shape[0], self.latent_dim)))
         return float(np.mean(rec - kl))
@@ -198,7 +195,7 @@ class VAE:
                     chunk:int=64):# samples processed at once (memory)
         "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x); shape (K, n)."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        if int(K) != K or K < 1: raise ValueError(f"K must be a positive integer, got {K!r}")
+        K = check_count("K", K)
         with blas_threads():
             mu, ls = self._encode(self.params, X)
             out = []
@@ -236,7 +233,7 @@ class VAE:
                binary:bool=False):      # draw Bernoulli pixels instead of returning probabilities
         "Generate images: z ~ N(0, I), then pixel probabilities (or Bernoulli pixels); shape (n, D)."
         self._check_fitted(); rng = as_rng(rng)
-        if int(n) != n or n < 1: raise ValueError(f"n must be a positive integer, got {n!r}")
+        n = check_count("n", n)
         p = self.decode(rng.standard_normal((int(n), self.latent_dim)))
         return (rng.random(p.shape) < p).astype(float) if binary else p
 

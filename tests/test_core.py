@@ -396,3 +396,16 @@ def test_import_is_fast():
     code = "import time; t = time.perf_counter(); import bayesnotes; print(time.perf_counter() - t)"
     t = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert t < 0.5, f"import bayesnotes took {t:.2f} s"
+
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("bayesnotes.mcmc", fromlist=["hmc"]).hmc(correlated_gaussian(), n_steps=np.inf),
+    lambda: __import__("bayesnotes.mcmc", fromlist=["nuts"]).nuts(correlated_gaussian(), max_depth=np.nan),
+    lambda: __import__("bayesnotes.vae", fromlist=["VAE"]).VAE(latent_dim=np.inf),
+    lambda: __import__("bayesnotes.bnn", fromlist=["toy_regression_data"]).toy_regression_data(np.inf, 0),
+    lambda: __import__("bayesnotes.smc", fromlist=["systematic"]).systematic(np.ones(4) / 4, M=np.nan, rng=0),
+])
+def test_non_finite_counts_get_a_named_error(call):
+    "Chapters validate counts with core.check_count: inf/nan give a ValueError naming the argument."
+    with pytest.raises(ValueError, match="must be an integer >= "):
+        call()
