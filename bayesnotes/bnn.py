@@ -6,7 +6,6 @@
 from __future__ import annotations
 import functools
 import time
-from contextlib import contextmanager, nullcontext
 from typing import Callable, NamedTuple
 
 import numpy as np

@@ -5,7 +5,6 @@
 # %% ../nbs/06_decision.ipynb #e1d4cab7
 from __future__ import annotations
 import math
-from contextlib import contextmanager
 from typing import NamedTuple
 import numpy as np
 from scipy import integrate, optimize, special, stats
