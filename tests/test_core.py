@@ -156,7 +156,7 @@ def test_kl_bad_input():
         kl_gauss(np.nan, 1., 0., 1.)
     with pytest.raises(ValueError, match="at least two draws"):
         kl_mc(np.log, np.log, np.ones(1))
-    with pytest.raises(ValueError, match="not|finite"):
+    with pytest.raises(ValueError, match=r"logq\(samples\) - logp\(samples\) must be finite"):
         kl_mc(lambda x: np.log(x[:, 0]), lambda x: 0 * x[:, 0], -np.ones((5, 1)))
 
 
