@@ -11,8 +11,19 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 # pytest-xdist: two workers; --dist loadfile keeps each notebook's cells on one worker, in order.
 TEST_ARGS ?= -n 2 --dist loadfile
+# The book's environment: exact versions (transitive too) resolved by uv for every Python >= 3.11
+# (`make lock` refreshes it). The package itself keeps version ranges in settings.ini for `pip install`.
+BOOK_LOCK   := requirements/book.txt
+# The declared minimums (settings.ini: min_python, requirements) resolved at their lowest, for `make test-oldest`,
+# run with an interpreter of that minimum version (pyenv's, or OLDEST_PYTHON=/path/to/python).
+OLDEST_LOCK := requirements/oldest.txt
+MIN_PY      := $(shell sed -n "s/^min_python *= *//p" settings.ini)
+OLDEST_PYTHON ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/$(MIN_PY).*/bin/python$(MIN_PY)) python$(MIN_PY); do \
+                    $$p -c "" 2>/dev/null && { echo $$p; break; }; done)
+# tests/ files that need the documentation stack (nbdev, smalldocs), not only the library
+DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py
 
-.PHONY: help venv test site serve figures export clean readme
+.PHONY: help venv test test-slow seed-sweep nb-margins test-latest test-oldest lock site serve figures export clean readme
 
 help:
 	@echo "make test     run every test: tests/ and all notebooks (nbval), with timings"
@@ -20,17 +31,59 @@ help:
 	@echo "make serve    build the website and serve it on http://127.0.0.1:8000"
 	@echo "make figures  regenerate every chapter's figures into figures/<chapter>/ (PNG and SVG)"
 	@echo "make export   nbdev_export + nbdev_clean + README after editing notebooks"
+	@echo "make test-slow     the longer statistical checks (pytest -m slow), outside make test"
+	@echo "make seed-sweep    rerun the statistical tests with every algorithm seed shifted, 20 offsets, table"
+	@echo "make nb-margins    run every notebook for SEED=0..19 and tabulate each assert's margin"
+	@echo "make lock          re-resolve $(BOOK_LOCK) and $(OLDEST_LOCK) from settings.ini (uv)"
+	@echo "make test-latest   the suite in .venv-latest with the newest versions settings.ini allows"
+	@echo "make test-oldest   tests/ in .venv-oldest with Python $(MIN_PY) and the oldest declared versions"
 
-$(STAMP): settings.ini setup.py
+$(STAMP): settings.ini setup.py $(BOOK_LOCK)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -r $(BOOK_LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 venv: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS) --durations=15 tests nbs
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -n 2 -m slow tests
+
+seed-sweep: $(STAMP)
+	$(PY) tools/seed_sweep.py --offsets 20 -n 2
+
+nb-margins: $(STAMP)
+	$(PY) tools/nb_margins.py --seeds 20 -j 2
+
+# Resolving needs uv, kept in its own small venv so that it never enters the book's environment.
+.venv-lock/bin/uv:
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet uv
+
+lock: .venv-lock/bin/uv
+	$(PYTHON) tools/lock.py book | .venv-lock/bin/uv pip compile --quiet --universal --python-version 3.11 \
+	    --no-header --annotation-style line - -o $(BOOK_LOCK)
+	@test -n "$(OLDEST_PYTHON)" || { echo "make lock: no Python $(MIN_PY) for $(OLDEST_LOCK); set OLDEST_PYTHON"; exit 1; }
+	$(PYTHON) tools/lock.py oldest | .venv-lock/bin/uv pip compile --quiet --resolution lowest-direct \
+	    --python $(OLDEST_PYTHON) --no-header --annotation-style line - -o $(OLDEST_LOCK)
+
+test-latest:
+	rm -rf .venv-latest
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[dev]"
+	.venv-latest/bin/python -m pip list --format=freeze > .venv-latest/versions.txt
+	.venv-latest/bin/python -m pytest $(TEST_ARGS) tests nbs
+
+test-oldest:
+	@test -n "$(OLDEST_PYTHON)" || { echo "make test-oldest needs Python $(MIN_PY): make test-oldest OLDEST_PYTHON=/path/to/python$(MIN_PY)"; exit 1; }
+	rm -rf .venv-oldest
+	$(OLDEST_PYTHON) -m venv .venv-oldest
+	.venv-oldest/bin/python -m pip install --quiet -r $(OLDEST_LOCK)
+	.venv-oldest/bin/python -m pip install --quiet --no-deps -e .
+	.venv-oldest/bin/python -m pytest -o addopts="-p no:cacheprovider" -m "not slow" -n 2 $(DOC_TESTS) tests
 
 site: $(STAMP)
 	$(PY) tools/build_site.py
@@ -50,4 +103,4 @@ readme: $(STAMP)
 	$(PY) tools/make_readme.py
 
 clean:
-	rm -rf _docs _proc _build figures .pytest_cache
+	rm -rf _docs _proc _build figures .pytest_cache .venv-latest .venv-oldest .venv-lock

@@ -34,7 +34,7 @@ setuptools.setup(
                  'Topic :: Scientific/Engineering :: Mathematics'],
     packages=setuptools.find_packages(include=['bayesnotes', 'bayesnotes.*']),
     include_package_data=True,
-    package_data={'bayesnotes': ['data/*.csv']},
+    package_data={'bayesnotes': ['data/*']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     python_requires='>=' + cfg['min_python'],

@@ -7,10 +7,22 @@
   cell tagged NBVAL_CHECK_OUTPUT is compared as intended.
 * At the end, the time spent in each notebook (and in each test file) is printed, summed over its
   cells, also when the run is split over pytest-xdist workers.
+* Seeds. A seed is not a result: another CPU's BLAS rounds differently and sends a seeded chain elsewhere, so
+  every statistical check must hold for almost every seed. Seeds that *drive an algorithm* (samplers,
+  optimisers, estimators, particle filters, and the simulated data of a statistical experiment) come from the
+  `seed` fixture: `seed(k)` is `k + offset`, where `pytest --seed-offset K` sets the offset (default 0).
+  The offset is also exported as `BAYESNOTES_SEED` to the notebook kernels run by nbval, where every
+  algorithm seed is written `SEED + k`. Seeds that only *define a worked example's data* stay literal;
+  assertions on them are about that data set's exact, computed answer. `make seed-sweep` reruns the
+  statistical tests for 20 offsets (tools/seed_sweep.py).
+* With `--record-margins DIR` (used by the sweep) every `assert` in tests/ also records its margin (how far
+  the statistic is from its bound) into DIR, see tools/margins.py.
 """
 import os
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")      # inherited by the nbval kernels
 # Two pytest-xdist workers on two cores: BLAS threads would only oversubscribe the CPUs (inherited by kernels).
@@ -19,6 +31,38 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--seed-offset", type=int, default=None,
+                     help="shift every algorithm seed of tests/ and notebooks by K (default: $BAYESNOTES_SEED or 0)")
+    parser.addoption("--record-margins", default=None, metavar="DIR",
+                     help="record the margin of every assert in tests/ into DIR (tools/margins.py)")
+
+
+def _seed_offset(config):
+    off = config.getoption("seed_offset")
+    return int(os.environ.get("BAYESNOTES_SEED", 0)) if off is None else off
+
+
+def pytest_configure(config):
+    # notebooks executed by nbval read their algorithm seeds from this variable (`SEED = ...` in each chapter)
+    os.environ["BAYESNOTES_SEED"] = str(_seed_offset(config))
+    if config.getoption("record_margins"):
+        import sys
+        sys.path.insert(0, str(ROOT / "tools"))
+        import margins
+        config.pluginmanager.register(margins.install_pytest(config.getoption("record_margins")), "margins")
+
+
+@pytest.fixture(scope="session")
+def seed(request):
+    """`seed(k)` -> the k-th algorithm seed of a test: `k + offset`, the offset set by `--seed-offset`."""
+    off = _seed_offset(request.config)
+
+    def seed(k: int = 0) -> int:
+        return int(k) + off
+    return seed
 
 
 def pytest_collection_modifyitems(session, config, items):
