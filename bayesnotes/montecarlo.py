@@ -463,6 +463,9 @@ def adaptive_rejection_sample(log_target:Callable, # log-concave log density, ve
                 x, h, dh = (np.concatenate(p) for p in ((x, new), (h, hn), (dh, dhn)))
                 order = np.argsort(x)
                 x, h, dh = x[order], h[order], dh[order]
+                if np.any(np.diff(dh) > 1e-10):   # a new tangent would make the hull non-convex: no valid envelope
+                    raise ValueError("the derivative of log_target increases between hull points: the target is "
+                                     "not log-concave")
     return ARSResult(np.concatenate(kept)[:n], n_acc / n_prop, n_prop, x)
 
 # %% ../nbs/03_montecarlo.ipynb #829edac5

@@ -21,8 +21,8 @@ def _fd_grad(f, x, h=1e-6):
 
 
 @pytest.mark.parametrize("activation", ["tanh", "sigmoid", "relu"])
-def test_mlp_gradient_matches_finite_differences(activation):
-    rng = np.random.default_rng(0)
+def test_mlp_gradient_matches_finite_differences(activation, seed):
+    rng = np.random.default_rng(seed(0))
     sizes = (3, 5, 4, 2)
     X, T = rng.normal(size=(7, 3)), rng.normal(size=(7, 2))
     w = mlp_init(sizes, rng, 1.5, 0.5)
@@ -31,9 +31,9 @@ def test_mlp_gradient_matches_finite_differences(activation):
     assert np.allclose(grad(loss)(w), _fd_grad(loss, w), atol=1e-6, rtol=1e-5)
 
 
-def test_bbb_objective_gradient_matches_finite_differences():
+def test_bbb_objective_gradient_matches_finite_differences(seed):
     "The reparameterised ELBO (fixed eps) differentiated through softplus, the network and the closed-form KL."
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed(1))
     sizes = (1, 4, 1)
     X, y = toy_regression_data(6, rng)
     s_p = mlp_prior_std(sizes, 2., 1.)
@@ -48,8 +48,8 @@ def test_bbb_objective_gradient_matches_finite_differences():
     assert np.allclose(grad(elbo)(theta), _fd_grad(elbo, theta), atol=1e-5, rtol=1e-5)
 
 
-def test_kl_diag_gauss_matches_core():
-    rng = np.random.default_rng(2)
+def test_kl_diag_gauss_matches_core(seed):
+    rng = np.random.default_rng(seed(2))
     m, s, mp, sp = rng.normal(size=4), rng.uniform(0.2, 2, 4), rng.normal(size=4), rng.uniform(0.2, 2, 4)
     assert np.isclose(kl_diag_gauss(m, s, mp, sp), kl_gauss(m, np.diag(s ** 2), mp, np.diag(sp ** 2)))
     assert np.isclose(kl_diag_gauss(mp, sp, mp, sp), 0.)
@@ -62,8 +62,8 @@ def test_kl_weights():
     assert np.allclose(kl_weights(3, "blundell"), np.array([4, 2, 1]) / 7)
 
 
-def test_jacobian_rows_matches_finite_differences():
-    rng = np.random.default_rng(3)
+def test_jacobian_rows_matches_finite_differences(seed):
+    rng = np.random.default_rng(seed(3))
     sizes = (2, 6, 1)
     w, X = mlp_init(sizes, rng), rng.normal(size=(5, 2))
     J = jacobian_rows(lambda W, Xb: mlp_apply(W, Xb, sizes, "tanh")[..., 0, 0], w, X)
@@ -79,128 +79,135 @@ def _linear_posterior(X, y, noise, s_w, s_b):
 
 
 @pytest.fixture(scope="module")
-def linear_problem():
-    rng = np.random.default_rng(4)
+def linear_problem(seed):
+    rng = np.random.default_rng(seed(4))
     X = rng.normal(size=(25, 2)); y = X @ np.array([1.0, -0.5]) + 0.3 + 0.4 * rng.standard_normal(25)
     # no hidden layer: f(x) = x W + b is linear in theta; prior sd of W is weight_scale / sqrt(2)
     kw = dict(hidden=(), weight_scale=1.5, bias_scale=2., noise_std=0.4)
     return X, y, kw, _linear_posterior(X, y, 0.4, 1.5 / np.sqrt(2), 2.)
 
 
-def test_laplace_exact_for_linear_model(linear_problem):
+def test_laplace_exact_for_linear_model(linear_problem, seed):
     X, y, kw, (m, S, _) = linear_problem
-    fit = fit_map(X, y, rng=0, n_iter=2000, lr=5e-2, **kw)
+    fit = fit_map(X, y, rng=seed(0), n_iter=2000, lr=5e-2, **kw)
     assert np.allclose(fit.params, m, atol=1e-4)                       # MAP = posterior mean
     Xq = np.array([[0., 0.], [3., -2.], [-1., 4.]]); Pq = np.column_stack([Xq, np.ones(3)])
     exact_sd = np.sqrt(np.einsum("ij,jk,ik->i", Pq, S, Pq) + 0.4 ** 2)
     for lap in (laplace_ggn(X, y, fit=fit), laplace_last_layer(X, y, fit=fit)):
-        p = lap.predict(Xq, 20000, rng=1)
+        p = lap.predict(Xq, 20000, rng=seed(1))
         assert np.allclose(p.std, exact_sd) and np.allclose(p.mean, Pq @ m, atol=1e-4)
         # the function draws are N(mean, exact variance): check their spread within Monte Carlo error
         sd_f = np.sqrt(exact_sd ** 2 - 0.16)
-        assert np.all(np.abs(p.f_samples.std(0) / sd_f - 1) < 4 * np.sqrt(1 / (2 * 20000)))
+        assert np.all(np.abs(p.f_samples.std(0) / sd_f - 1) < 5.3 * np.sqrt(1 / (2 * 20000)))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
-def test_anchored_ensemble_gives_exact_posterior_draws_for_linear_model(linear_problem):
+def test_anchored_ensemble_gives_exact_posterior_draws_for_linear_model(linear_problem, seed):
     "Randomise-then-optimise is exact for linear-Gaussian models: members are posterior draws."
     X, y, kw, (m, S, _) = linear_problem
     M = 300
-    ens = deep_ensemble(X, y, rng=5, n_members=M, anchored=True, n_iter=800, lr=0.1, **kw)
+    ens = deep_ensemble(X, y, rng=seed(5), n_members=M, anchored=True, n_iter=800, lr=0.1, **kw)
     W = ens.params
     sd = np.sqrt(np.diag(S))
-    # mean of M exact draws has sd sd/sqrt(M); allow 4 of those
-    assert np.all(np.abs(W.mean(0) - m) < 4 * sd / np.sqrt(M))
-    # sample variances of Gaussian draws have relative sd sqrt(2/(M-1)); allow 4 of those
-    assert np.all(np.abs(W.var(0, ddof=1) / np.diag(S) - 1) < 4 * np.sqrt(2 / (M - 1)))
+    # mean of M exact draws has sd sd/sqrt(M): 3 coordinates at 5.1 of those (false alarm 1e-6)
+    assert np.all(np.abs(W.mean(0) - m) < 5.1 * sd / np.sqrt(M))
+    # sample variances of Gaussian draws: (M-1) s^2 / sigma^2 ~ chi2_{M-1}, relative sd sqrt(2/(M-1)); 3 coordinates
+    # at 5.4 of those (the chi-square's right tail is a little heavier than the normal's at M = 300)
+    assert np.all(np.abs(W.var(0, ddof=1) / np.diag(S) - 1) < 5.4 * np.sqrt(2 / (M - 1)))
     # a plain ensemble of MAP fits of a convex problem collapses onto the MAP
-    plain = deep_ensemble(X, y, rng=5, n_members=8, n_iter=800, lr=0.1, **kw)
-    assert np.allclose(plain.params, m, atol=1e-6)
+    # (Adam with lr 0.1 reaches the MAP to 1e-6 from most random starts in 800 steps, to ~1e-3 = 0.01 posterior sd
+    #  from the worst of 20 seeds; longer runs are worse: as Adam's second moment decays its steps grow again.
+    #  Members within 0.2 posterior sd of the MAP is 20x that worst case, and 5x tighter than the anchored spread.)
+    plain = deep_ensemble(X, y, rng=seed(5), n_members=8, n_iter=800, lr=0.1, **kw)
+    assert np.all(np.abs(plain.params - m) < 0.2 * sd)
 
 
-def test_bbb_recovers_mean_field_optimum_for_linear_model(linear_problem):
+def test_bbb_recovers_mean_field_optimum_for_linear_model(linear_problem, seed):
     """For a Gaussian posterior N(m, Lambda^-1) the best factorised Gaussian in KL(q||p) has means m and
     variances 1 / Lambda_ii (the I-projection); BBB should converge there."""
     X, y, kw, (m, S, prec) = linear_problem
-    fit = bayes_by_backprop(X, y, rng=6, n_iter=4000, lr=1e-2, n_mc=64, init_std=0.5, **kw)
+    fit = bayes_by_backprop(X, y, rng=seed(6), n_iter=4000, lr=1e-2, n_mc=64, init_std=0.5, **kw)
     sd_mf = 1 / np.sqrt(np.diag(prec))
-    # stochastic gradients leave the final Adam iterate jittering by about lr around the optimum; the
-    # tolerance is 0.1 posterior sd for the means and 10% for the sds (a failed fit is off by far more:
-    # the prior sds are 5-20x the mean-field sds)
-    assert np.all(np.abs(fit.mu - m) < 0.1 * sd_mf)
+    # Stochastic gradients leave the final Adam iterate jittering around the optimum. Measured over 12 data and
+    # algorithm seeds, the largest |mu - m| / sd is 0.064 +- 0.040 (max 0.16) and the largest |sigma / sd - 1| is
+    # 0.012 +- 0.005: the bounds 0.3 and 0.1 are 5.9 and 17 spreads away (Gaussian tails: false alarm < 1e-8).
+    # A failed fit is off by far more: the prior sds are 5-20x the mean-field sds.
+    assert np.all(np.abs(fit.mu - m) < 0.3 * sd_mf)
     assert np.all(np.abs(fit.sigma / sd_mf - 1) < 0.1)
 
 
-def test_nuts_target_and_draws_match_exact_linear_posterior(linear_problem):
+def test_nuts_target_and_draws_match_exact_linear_posterior(linear_problem, seed):
     "NUTS on the whitened target of a model linear in its weights reproduces the exact Gaussian posterior."
     from bayesnotes.diagnostics import ess_bulk, rhat
     X, y, kw, (m, S, _) = linear_problem
-    fit = nuts_regression(X, y, rng=3, n_chains=4, n_warmup=200, n_draws=300, max_depth=5, **kw)
+    fit = nuts_regression(X, y, rng=seed(3), n_chains=4, n_warmup=200, n_draws=300, max_depth=5, **kw)
     draws = fit.draws                                         # (chain, draw, P), in the original weights
     assert draws.shape == (4, 300, 3) and np.all(rhat(draws) < 1.05)
     flat = draws.reshape(-1, 3)
     se = np.sqrt(np.diag(S) / ess_bulk(draws))                # Monte Carlo standard error of each mean
-    assert np.all(np.abs(flat.mean(0) - m) < 4 * se)
+    assert np.all(np.abs(flat.mean(0) - m) < 5.3 * se)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert np.all(np.abs(flat.std(0) / np.sqrt(np.diag(S)) - 1) < 0.15)   # ~4 sd of a sd estimate at ESS >~ 400
     # the whitened target is the log posterior up to a constant
     t = regression_target(X, y, (2, 1), "relu", fit.prior_std, 0.4)
-    e1, e2 = np.random.default_rng(0).normal(size=(2, 3))
+    e1, e2 = np.random.default_rng(seed(0)).normal(size=(2, 3))
     lpost = lambda w: stats.multivariate_normal(m, S).logpdf(w)
     assert np.isclose(t.logdensity(e1) - t.logdensity(e2),
                       lpost(e1 * fit.prior_std) - lpost(e2 * fit.prior_std))
 
 
-def test_nuts_on_a_small_bnn_mixes_in_prediction_space():
+def test_nuts_on_a_small_bnn_mixes_in_prediction_space(seed):
     "Weights never mix across the permutation modes of a network, but predictions must: R-hat < 1.05."
     X, y = toy_regression_data(12, 5)
-    fit = nuts_regression(X, y, rng=0, hidden=(4,), weight_scale=(2., 1.), bias_scale=(2., 1.), noise_std=0.3,
-                          n_chains=8, n_warmup=100, n_draws=100, max_depth=6)
-    assert fit.draws.shape == (8, 100, 13)
+    fit = nuts_regression(X, y, rng=seed(0), hidden=(4,), weight_scale=(2., 1.), bias_scale=(2., 1.), noise_std=0.3,
+                          n_chains=8, n_warmup=200, n_draws=200, max_depth=6)
+    assert fit.draws.shape == (8, 200, 13)
     rh = fit.rhat_predictions(np.linspace(-2, 2, 21)[:, None])
+    # with 100 draws per chain the largest of the 21 R-hats reached 1.057 at 2 seeds in 20 (R-hat - 1 shrinks
+    # roughly like 1 / n_draws); 200 draws per chain keep 1.05 clear
     assert rh.max() < 1.05, rh
-    p = fit.predict(np.array([[0.], [3.]]), 500, rng=0)
+    p = fit.predict(np.array([[0.], [3.]]), 500, rng=seed(0))
     assert p.f_samples.shape == (500, 2) and p.std[1] > p.std[0]
 
 
 @pytest.fixture(scope="module")
-def toy_fits():
+def toy_fits(seed):
     "Every method on the 20-point toy problem, with shorter training than the book (about 8 s of CPU)."
     X, y = toy_regression_data(20, 0)
     kw = dict(TOY_MODEL, n_iter=1000, lr=2e-2)
-    m = fit_map(X, y, rng=1, **kw)
-    return {"BBB": bayes_by_backprop(X, y, rng=2, **kw),
-            "MC dropout": mc_dropout(X, y, rng=3, **kw),
-            "ensemble": deep_ensemble(X, y, rng=4, **kw),
-            "anchored ensemble": deep_ensemble(X, y, rng=5, anchored=True, **kw),
+    m = fit_map(X, y, rng=seed(1), **kw)
+    return {"BBB": bayes_by_backprop(X, y, rng=seed(2), **kw),
+            "MC dropout": mc_dropout(X, y, rng=seed(3), **kw),
+            "ensemble": deep_ensemble(X, y, rng=seed(4), **kw),
+            "anchored ensemble": deep_ensemble(X, y, rng=seed(5), anchored=True, **kw),
             "Laplace last layer": laplace_last_layer(X, y, fit=m),
             "Laplace GGN": laplace_ggn(X, y, fit=m)}, m
 
 
-def test_uncertainty_grows_away_from_data(toy_fits):
+def test_uncertainty_grows_away_from_data(toy_fits, seed):
     fits, m = toy_fits
     x_in = np.linspace(-0.9, 0.9, 40)[:, None]
     x_far = np.r_[np.linspace(-2, -1.5, 20), np.linspace(1.5, 2, 20)][:, None]
     for name, fit in fits.items():
-        sd_in = fit.predict(x_in, 400, rng=0).std.mean()
-        sd_far = fit.predict(x_far, 400, rng=0).std.mean()
+        sd_in = fit.predict(x_in, 400, rng=seed(0)).std.mean()
+        sd_far = fit.predict(x_far, 400, rng=seed(0)).std.mean()
         assert sd_far > sd_in, (name, sd_in, sd_far)
     # MAP has the same predictive sd everywhere (the noise)
     assert np.allclose(m.predict(x_far).std, 0.3) and np.allclose(m.predict(x_in).std, 0.3)
 
 
-def test_predictions_are_seeded(toy_fits):
+def test_predictions_are_seeded(toy_fits, seed):
     fits, _ = toy_fits
     x = np.linspace(-1, 1, 5)
     for fit in fits.values():
-        a, b = fit.predict(x, 30, rng=9), fit.predict(x, 30, rng=9)
+        a, b = fit.predict(x, 30, rng=seed(9)), fit.predict(x, 30, rng=seed(9))
         assert np.array_equal(a.f_samples, b.f_samples)
     X, y = toy_regression_data(15, 3)
-    w1 = bayes_by_backprop(X, y, rng=4, hidden=(5,), n_iter=50).mu
-    w2 = bayes_by_backprop(X, y, rng=4, hidden=(5,), n_iter=50).mu
+    w1 = bayes_by_backprop(X, y, rng=seed(4), hidden=(5,), n_iter=50).mu
+    w2 = bayes_by_backprop(X, y, rng=seed(4), hidden=(5,), n_iter=50).mu
     assert np.array_equal(w1, w2)
 
 
-def test_metrics_match_scipy():
-    rng = np.random.default_rng(8)
+def test_metrics_match_scipy(seed):
+    rng = np.random.default_rng(seed(8))
     y, mu, sd = rng.normal(size=50), rng.normal(size=50), rng.uniform(0.5, 2, 50)
     assert np.isclose(gaussian_nll(y, mu, sd), -stats.norm(mu, sd).logpdf(y).mean())
     assert np.isclose(rmse(y, mu), np.sqrt(np.mean((y - mu) ** 2)))
@@ -211,8 +218,8 @@ def test_metrics_match_scipy():
     assert np.isclose(predictive_log_likelihood(y, p), ref)
 
 
-def test_calibration_of_a_correct_model():
-    z = np.random.default_rng(9).standard_normal(40000)
+def test_calibration_of_a_correct_model(seed):
+    z = np.random.default_rng(seed(9)).standard_normal(40000)
     lv, cov = calibration(z, np.zeros_like(z), np.ones_like(z))
     # binomial sd of each coverage is at most 0.5/sqrt(40000) = 0.0025; allow 4 sd
     assert np.all(np.abs(cov - lv) < 0.01)
@@ -220,19 +227,19 @@ def test_calibration_of_a_correct_model():
     assert calibration_error(z, np.zeros_like(z), 0.5 * np.ones_like(z)) > 0.15
 
 
-def test_regression_benchmark_runs_and_reports():
-    rng = np.random.default_rng(10)
+def test_regression_benchmark_runs_and_reports(seed):
+    rng = np.random.default_rng(seed(10))
     X = rng.normal(size=(60, 3)); y = 5 + 2 * X[:, 0] + rng.normal(size=60)
     methods = {"MAP": lambda X, y, r: fit_map(X, y, rng=r, hidden=(8,), n_iter=150),
                "ensemble": lambda X, y, r: deep_ensemble(X, y, rng=r, n_members=3, hidden=(8,), n_iter=150)}
-    res = regression_benchmark(X, y, methods, n_splits=3, rng=0)
+    res = regression_benchmark(X, y, methods, n_splits=3, rng=seed(0))
     assert res.rmse.shape == (2, 3) and res.n_test == 6 and res.n_train == 54
     assert np.all(res.rmse < 2.0)               # the noise sd is 1: a fitted model is far better than sd(y) = 2.2
     s = res.summary()
     assert set(s) == {"MAP", "ensemble"} and s["MAP"]["rmse"][1] > 0
     assert "| MAP |" in format_table(s)
-    assert np.array_equal(regression_benchmark(X, y, methods, n_splits=2, rng=1).rmse,
-                          regression_benchmark(X, y, methods, n_splits=2, rng=1).rmse)
+    assert np.array_equal(regression_benchmark(X, y, methods, n_splits=2, rng=seed(1)).rmse,
+                          regression_benchmark(X, y, methods, n_splits=2, rng=seed(1)).rmse)
 
 
 def test_explore_uncertainty_returns_figure():
@@ -240,33 +247,33 @@ def test_explore_uncertainty_returns_figure():
     assert isinstance(explore_uncertainty(n_train=10, weight_scale=2.), Figure)
 
 
-def test_bad_input_raises():
+def test_bad_input_raises(seed):
     X, y = toy_regression_data(10, 0)
     with pytest.raises(ValueError, match="sizes"): mlp_n_params((3,))
     with pytest.raises(ValueError, match="params"): mlp_apply(np.zeros(3), X, (1, 2, 1))
     with pytest.raises(ValueError, match="X must have 1 features"): mlp_apply(np.zeros(7), np.zeros((2, 3)), (1, 2, 1))
     with pytest.raises(ValueError, match="weight_scale"): mlp_prior_std((1, 2, 1), weight_scale=-1.)
     with pytest.raises(ValueError, match="rng"): mlp_init((1, 2, 1), None)
-    with pytest.raises(ValueError, match="y must have shape"): fit_map(X, y[:3], rng=0)
-    with pytest.raises(ValueError, match="X must be finite"): fit_map(np.full_like(X, np.nan), y, rng=0)
-    with pytest.raises(ValueError, match="y must be finite"): fit_map(X, y * np.inf, rng=0)
-    with pytest.raises(ValueError, match="noise_std"): fit_map(X, y, rng=0, noise_std=0.)
-    with pytest.raises(ValueError, match="bias_scale"): fit_map(X, y, rng=0, bias_scale=0.)
-    with pytest.raises(ValueError, match="n_iter"): fit_map(X, y, rng=0, n_iter=0)
-    with pytest.raises(ValueError, match="lr"): bayes_by_backprop(X, y, rng=0, lr=-1.)
-    with pytest.raises(ValueError, match="n_mc"): bayes_by_backprop(X, y, rng=0, n_mc=0)
-    with pytest.raises(ValueError, match="kl"): bayes_by_backprop(X, y, rng=0, kl_scheme="other", n_iter=1)
-    with pytest.raises(ValueError, match="p_drop"): mc_dropout(X, y, rng=0, p_drop=1.)
-    with pytest.raises(ValueError, match="n_members"): deep_ensemble(X, y, rng=0, n_members=0)
-    with pytest.raises(ValueError, match="anchored"): deep_ensemble(X, y, rng=0, anchored=True)
-    with pytest.raises(ValueError, match="subset"): laplace_ggn(X, y, rng=0, subset="first")
-    with pytest.raises(ValueError, match="activation"): fit_map(X, y, rng=0, activation="gelu")
+    with pytest.raises(ValueError, match="y must have shape"): fit_map(X, y[:3], rng=seed(0))
+    with pytest.raises(ValueError, match="X must be finite"): fit_map(np.full_like(X, np.nan), y, rng=seed(0))
+    with pytest.raises(ValueError, match="y must be finite"): fit_map(X, y * np.inf, rng=seed(0))
+    with pytest.raises(ValueError, match="noise_std"): fit_map(X, y, rng=seed(0), noise_std=0.)
+    with pytest.raises(ValueError, match="bias_scale"): fit_map(X, y, rng=seed(0), bias_scale=0.)
+    with pytest.raises(ValueError, match="n_iter"): fit_map(X, y, rng=seed(0), n_iter=0)
+    with pytest.raises(ValueError, match="lr"): bayes_by_backprop(X, y, rng=seed(0), lr=-1.)
+    with pytest.raises(ValueError, match="n_mc"): bayes_by_backprop(X, y, rng=seed(0), n_mc=0)
+    with pytest.raises(ValueError, match="kl"): bayes_by_backprop(X, y, rng=seed(0), kl_scheme="other", n_iter=1)
+    with pytest.raises(ValueError, match="p_drop"): mc_dropout(X, y, rng=seed(0), p_drop=1.)
+    with pytest.raises(ValueError, match="n_members"): deep_ensemble(X, y, rng=seed(0), n_members=0)
+    with pytest.raises(ValueError, match="anchored"): deep_ensemble(X, y, rng=seed(0), anchored=True)
+    with pytest.raises(ValueError, match="subset"): laplace_ggn(X, y, rng=seed(0), subset="first")
+    with pytest.raises(ValueError, match="activation"): fit_map(X, y, rng=seed(0), activation="gelu")
     with pytest.raises(ValueError, match="n "): toy_regression_data(0, 0)
-    fit = fit_map(X, y, rng=0, hidden=(3,), n_iter=5)
+    fit = fit_map(X, y, rng=seed(0), hidden=(3,), n_iter=5)
     with pytest.raises(ValueError, match="n_samples"): fit.predict(X, n_samples=0)
     with pytest.raises(ValueError, match="1 columns"): fit.predict(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="std"): gaussian_nll(y, y, -np.ones_like(y))
     with pytest.raises(ValueError, match="levels"): calibration(y, y, np.ones_like(y), levels=[0.5, 1.0])
-    with pytest.raises(ValueError, match="test_fraction"): regression_benchmark(X, y, test_fraction=0., rng=0)
-    with pytest.raises(ValueError, match="noise_std"): nuts_regression(X, y, rng=0, noise_std=None)
-    with pytest.raises(ValueError, match="init"): nuts_regression(X, y, rng=0, init=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="test_fraction"): regression_benchmark(X, y, test_fraction=0., rng=seed(0))
+    with pytest.raises(ValueError, match="noise_std"): nuts_regression(X, y, rng=seed(0), noise_std=None)
+    with pytest.raises(ValueError, match="init"): nuts_regression(X, y, rng=seed(0), init=np.zeros((2, 3)))

@@ -20,11 +20,11 @@ from bayesnotes.core import (Adam, NormalGamma, Target, adam, as_rng, as_target,
 
 
 # ---------------------------------------------------------------- randomness
-def test_same_seed_same_result():
-    a = mvn_sample(5, [0., 1.], np.eye(2), size=10)
-    b = mvn_sample(np.random.default_rng(5), [0., 1.], np.eye(2), size=10)
+def test_same_seed_same_result(seed):
+    a = mvn_sample(seed(5), [0., 1.], np.eye(2), size=10)
+    b = mvn_sample(np.random.default_rng(seed(5)), [0., 1.], np.eye(2), size=10)
     assert np.array_equal(a, b)
-    assert not np.array_equal(a, mvn_sample(6, [0., 1.], np.eye(2), size=10))
+    assert not np.array_equal(a, mvn_sample(seed(6), [0., 1.], np.eye(2), size=10))
 
 
 @pytest.mark.parametrize("bad", [None, 1.5, "0", True, np.random.RandomState(0)])
@@ -53,8 +53,8 @@ def test_progress_passthrough():
 
 
 # ---------------------------------------------------------------- log weights
-def test_log_normalize_and_ess_properties():
-    rng = np.random.default_rng(0)
+def test_log_normalize_and_ess_properties(seed):
+    rng = np.random.default_rng(seed(0))
     for _ in range(20):
         lw = rng.normal(scale=5, size=50) + rng.normal(scale=300)   # arbitrary offset: invariance
         W, lse = log_normalize(lw)
@@ -78,8 +78,8 @@ def test_log_weights_bad_input(bad, msg):
 
 
 # ---------------------------------------------------------------- Gaussians
-def test_mvn_logpdf_matches_scipy_and_shapes():
-    rng = np.random.default_rng(1)
+def test_mvn_logpdf_matches_scipy_and_shapes(seed):
+    rng = np.random.default_rng(seed(1))
     A = rng.normal(size=(4, 4)); S = A @ A.T + 0.5 * np.eye(4); m = rng.normal(size=4)
     X = rng.normal(size=(3, 5, 4))
     assert mvn_logpdf(X, m, S).shape == (3, 5)
@@ -93,11 +93,11 @@ def test_mvn_sample_moments():
     x = mvn_sample(3, [1., 2.], S, size=n)
     assert x.shape == (n, 2)
     se_mean = np.sqrt(np.diag(S) / n)
-    assert np.all(np.abs(x.mean(0) - [1, 2]) < 4 * se_mean)
+    assert np.all(np.abs(x.mean(0) - [1, 2]) < 5.3 * se_mean)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     # sample covariance entries: SE of S_ij is sqrt((S_ii S_jj + S_ij^2) / n) for Gaussian data
     C = np.cov(x.T)
     se_cov = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / n)
-    assert np.all(np.abs(C - S) < 4 * se_cov)
+    assert np.all(np.abs(C - S) < 5.3 * se_cov)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -125,8 +125,8 @@ def test_mvn_bad_x_and_size():
 
 
 # ---------------------------------------------------------------- KL
-def test_kl_gauss_properties_and_quadrature():
-    rng = np.random.default_rng(2)
+def test_kl_gauss_properties_and_quadrature(seed):
+    rng = np.random.default_rng(seed(2))
     for d in (1, 3):
         A = rng.normal(size=(d, d)); S0 = A @ A.T + np.eye(d)
         B = rng.normal(size=(d, d)); S1 = B @ B.T + np.eye(d)
@@ -144,7 +144,7 @@ def test_kl_mc_agrees_with_closed_form():
     m1, S1 = np.array([1., 0.]), np.array([[2., -.3], [-.3, 1.]])
     xs = mvn_sample(11, m0, S0, size=20000)
     est, se = kl_mc(lambda x: mvn_logpdf(x, m0, S0), lambda x: mvn_logpdf(x, m1, S1), xs)
-    assert abs(est - kl_gauss(m0, S0, m1, S1)) < 4 * se
+    assert abs(est - kl_gauss(m0, S0, m1, S1)) < 4.9 * se   # CLT: 4.9 se, false alarm 1e-6
 
 
 def test_kl_bad_input():
@@ -177,8 +177,8 @@ def test_beta_binomial_bad_input(args, msg):
         beta_binomial_update(*args)
 
 
-def test_normal_gamma_posterior_matches_sequential_and_evidence_chain_rule():
-    x = np.random.default_rng(4).normal(2.0, 1.5, size=12)
+def test_normal_gamma_posterior_matches_sequential_and_evidence_chain_rule(seed):
+    x = np.random.default_rng(seed(4)).normal(2.0, 1.5, size=12)
     prior = (0.0, 0.5, 2.0, 3.0)
     post = normal_gamma_update(x, *prior)
     # updating one point at a time gives the same posterior (exactness of conjugacy)
@@ -193,11 +193,11 @@ def test_normal_gamma_posterior_matches_sequential_and_evidence_chain_rule():
         p = tuple(normal_gamma_update(np.array([xi]), *p))
     assert np.isclose(lz, normal_gamma_log_evidence(x, *prior))
     # marginal moments against simulation from the posterior
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     tau = rng.gamma(post.a, 1 / post.b, size=200000)
     mu = rng.normal(post.mu, 1 / np.sqrt(post.kappa * tau))
-    assert abs(mu.mean() - post.mean_mu) < 4 * mu.std() / np.sqrt(mu.size)
-    assert abs(tau.mean() - post.mean_tau) < 4 * tau.std() / np.sqrt(tau.size)
+    assert abs(mu.mean() - post.mean_mu) < 4.9 * mu.std() / np.sqrt(mu.size)   # CLT: 4.9 se, false alarm 1e-6
+    assert abs(tau.mean() - post.mean_tau) < 4.9 * tau.std() / np.sqrt(tau.size)   # CLT: 4.9 se, false alarm 1e-6
     assert abs(mu.var() / post.var_mu - 1) < 0.02   # relative SE of a variance ~ sqrt(kurtosis-1 / n) << 0.02
     ng = NormalGamma(0.3, 2.0, 3.0, 1.5)
     mu_, tau_ = np.array([-1.0, 0.3, 2.0]), np.array([0.5, 1.0, 4.0])
@@ -222,9 +222,9 @@ def test_normal_gamma_bad_input(kw, msg):
 @pytest.mark.parametrize("make", [lambda: correlated_gaussian(0.7, (1., 3.)), lambda: banana(0.2, 3.),
                                   lambda: funnel(4, 1.5),
                                   lambda: logistic_regression(*load_iris_2d(standardize=True), 2.0)])
-def test_target_gradients_by_finite_differences(make):
+def test_target_gradients_by_finite_differences(make, seed):
     t = make()
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     for _ in range(3):
         x = rng.normal(size=t.dim) * 0.5
         fd = np.array([(t.logdensity(x + h) - t.logdensity(x - h)) / 2e-6 for h in 1e-6 * np.eye(t.dim)])

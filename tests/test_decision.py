@@ -25,15 +25,15 @@ from bayesnotes.decision import (REJECT, ab_test_expected_loss, ab_test_study, a
 
 
 # ---------------------------------------------------------------- Bayes actions and estimators
-def test_bayes_estimators_match_known_mean_median_mode():
+def test_bayes_estimators_match_known_mean_median_mode(seed):
     g = stats.gamma(3.0)
     n = 100_000
-    x = g.rvs(size=n, random_state=np.random.default_rng(0))
+    x = g.rvs(size=n, random_state=np.random.default_rng(seed(0)))
     # tolerances: 4 Monte Carlo SEs of the sample mean (sd/sqrt n) and median (1 / (2 f(m) sqrt n))
-    assert abs(bayes_estimator(x, "squared") - 3.0) < 4 * g.std() / np.sqrt(n)
+    assert abs(bayes_estimator(x, "squared") - 3.0) < 4.9 * g.std() / np.sqrt(n)   # CLT: 4.9 se, false alarm 1e-6
     assert abs(bayes_estimator(x, "absolute") - g.median()) < 4 / (2 * g.pdf(g.median()) * np.sqrt(n))
     q = 0.9
-    assert abs(bayes_estimator(x, "pinball", level=q) - g.ppf(q)) < 4 * np.sqrt(q * (1 - q) / n) / g.pdf(g.ppf(q))
+    assert abs(bayes_estimator(x, "pinball", level=q) - g.ppf(q)) < 4.9 * np.sqrt(q * (1 - q) / n) / g.pdf(g.ppf(q))   # CLT: 4.9 se, false alarm 1e-6
     # 0-1 loss with window eps: exact Bayes action solves f(a - eps) = f(a + eps); evenly spaced quantiles
     # remove sampling noise, leaving a discretisation error (flat maximum of the window mass) well below 0.03
     eps = 0.5
@@ -44,11 +44,11 @@ def test_bayes_estimators_match_known_mean_median_mode():
     z = stats.norm.ppf((np.arange(n) + 0.5) / n)
     assert abs(bayes_estimator(z, "zero_one", eps=0.3)) < 0.03
     # discrete draws: the most frequent value (Poisson(3.5) mode is 3; P(3) - P(4) is 13 SEs at this n)
-    assert bayes_estimator(np.random.default_rng(1).poisson(3.5, n), "zero_one") == 3
+    assert bayes_estimator(np.random.default_rng(seed(1)).poisson(3.5, n), "zero_one") == 3
 
 
-def test_bayes_estimators_multivariate_and_weighted():
-    rng = np.random.default_rng(2)
+def test_bayes_estimators_multivariate_and_weighted(seed):
+    rng = np.random.default_rng(seed(2))
     X = rng.normal([1.0, -2.0], [1.0, 3.0], size=(50_000, 2))
     assert np.allclose(bayes_estimator(X, "squared"), X.mean(0))
     assert np.allclose(bayes_estimator(X, "absolute"), np.sort(X, 0)[len(X) // 2 - 1])   # lower median
@@ -59,14 +59,14 @@ def test_bayes_estimators_multivariate_and_weighted():
     ess = w.sum() ** 2 / np.sum(w ** 2)
     # SNIS errors: sd/sqrt(ESS) for the mean, 1/(2 f(median) sqrt(ESS)) for the median (f = N(0,1) density at 0)
     assert abs(bayes_estimator(d, "squared", weights=w) - 1) < 4 / np.sqrt(ess)
-    assert abs(bayes_estimator(d, "absolute", weights=w) - 1) < 4 * np.sqrt(2 * np.pi) / 2 / np.sqrt(ess)
+    assert abs(bayes_estimator(d, "absolute", weights=w) - 1) < 4.9 * np.sqrt(2 * np.pi) / 2 / np.sqrt(ess)   # CLT: 4.9 se, false alarm 1e-6
     # integer weights = repeated draws
     v = np.array([3.0, 1.0, 2.0])
     assert weighted_quantile(v, 0.5, [1, 1, 5]) == weighted_quantile(np.array([3.0, 1, 2, 2, 2, 2, 2]), 0.5)
 
 
-def test_expected_loss_identities_and_bayes_action():
-    x = np.random.default_rng(3).gamma(2.0, size=5000)
+def test_expected_loss_identities_and_bayes_action(seed):
+    x = np.random.default_rng(seed(3)).gamma(2.0, size=5000)
     acts = np.array([0.5, 1.0, 2.0, 3.0])
     # on the empirical distribution, E(theta - a)^2 = Var + (mean - a)^2 exactly
     assert np.allclose(expected_loss(x, acts, "squared"), x.var() + (x.mean() - acts) ** 2)
@@ -79,19 +79,19 @@ def test_expected_loss_identities_and_bayes_action():
     assert np.allclose(expected_loss(P, loss=C), P @ C.T)
     assert list(bayes_action(P, ["no", "yes"], C).action) == ["no", "yes"]
     # 2-d states with a callable that reduces over the last axis
-    S = np.random.default_rng(4).normal(size=(1000, 2))
+    S = np.random.default_rng(seed(4)).normal(size=(1000, 2))
     A = np.array([[0.0, 0.0], [1.0, 1.0]])
     rho = expected_loss(S, A, lambda a, s: np.sum((a - s) ** 2, -1))
     assert np.allclose(rho, [np.mean(np.sum((S - a) ** 2, 1)) for a in A])
 
 
-def test_credible_intervals():
+def test_credible_intervals(seed):
     post = stats.beta(3, 12)
     n = 100_000
-    d = post.rvs(size=n, random_state=np.random.default_rng(5))
+    d = post.rvs(size=n, random_state=np.random.default_rng(seed(5)))
     se_q = lambda q: np.sqrt(q * (1 - q) / n) / post.pdf(post.ppf(q))    # MC SE of a sample quantile
     lo, hi = credible_interval(d, 0.1)
-    assert abs(lo - post.ppf(0.05)) < 4 * se_q(0.05) and abs(hi - post.ppf(0.95)) < 4 * se_q(0.95)
+    assert abs(lo - post.ppf(0.05)) < 4.9 * se_q(0.05) and abs(hi - post.ppf(0.95)) < 4.9 * se_q(0.95)   # CLT: 4.9 se, false alarm 1e-6
     # HPD = shortest interval with 90% of the draws: brute force over all index pairs on a small sample
     small = np.sort(d[:300])
     m = math.ceil(0.9 * len(small))
@@ -105,7 +105,7 @@ def test_credible_intervals():
     assert abs(l - l_ex) < 0.01 and abs(u - post.ppf(post.cdf(l_ex) + 0.9)) < 0.01
 
 
-def test_interval_score_bayes_action_is_central_interval():
+def test_interval_score_bayes_action_is_central_interval(seed):
     mu, s, alpha = 1.0, 2.0, 0.2
     def expected(lu):           # exact E S_alpha under N(mu, s^2), via E(l - X)_+ = (l - mu) Phi(z) + s phi(z)
         l, u = lu
@@ -116,7 +116,7 @@ def test_interval_score_bayes_action_is_central_interval():
     best = optimize.minimize(expected, [0.0, 2.0], method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-12})
     assert np.allclose(best.x, stats.norm.ppf([alpha / 2, 1 - alpha / 2], mu, s), atol=1e-4)
     # the empirical version agrees with the closed form on a sample
-    x = np.random.default_rng(6).normal(mu, s, 200_000)
+    x = np.random.default_rng(seed(6)).normal(mu, s, 200_000)
     assert abs(interval_score(-1.0, 3.0, x, alpha).mean() - expected([-1.0, 3.0])) < \
         4 * interval_score(-1.0, 3.0, x, alpha).std() / np.sqrt(len(x))
 
@@ -137,8 +137,8 @@ def test_reject_rule_matches_closed_form_thresholds(c_fn, c_fp, lam):
     assert np.allclose(res.expected_loss, np.minimum.reduce([c_fn * p, c_fp * (1 - p), np.full_like(p, lam)]))
 
 
-def test_multiclass_reject_and_costs():
-    P = np.random.default_rng(7).dirichlet(np.ones(4), size=2000)
+def test_multiclass_reject_and_costs(seed):
+    P = np.random.default_rng(seed(7)).dirichlet(np.ones(4), size=2000)
     res = classify_with_reject(P, reject_cost=0.35)
     assert np.array_equal(res.rejected, P.max(1) < 0.65)
     assert np.array_equal(res.labels[~res.rejected], P.argmax(1)[~res.rejected])
@@ -149,14 +149,14 @@ def test_multiclass_reject_and_costs():
     assert np.array_equal(lab, np.argmin(P @ C.T, 1)) and np.mean(lab == 3) > np.mean(P.argmax(1) == 3)
 
 
-def test_evpi_closed_form_and_properties():
+def test_evpi_closed_form_and_properties(seed):
     mu, sigma, c = 15.0, 4.0, 17.0
-    T = np.random.default_rng(8).normal(mu, sigma, 400_000)
+    T = np.random.default_rng(seed(8)).normal(mu, sigma, 400_000)
     U = np.column_stack([-T, np.full_like(T, -c)])
     z = (c - mu) / sigma
     exact = sigma * stats.norm.pdf(z) - (c - mu) * stats.norm.sf(z)          # E[(T - c)_+]
     gain = U.max(1) - U[:, 0]                                               # EVPI is the mean of this
-    assert abs(evpi(U) - exact) < 4 * gain.std() / np.sqrt(len(T))
+    assert abs(evpi(U) - exact) < 4.9 * gain.std() / np.sqrt(len(T))   # CLT: 4.9 se, false alarm 1e-6
     assert evpi([[3.0, 1.0], [2.0, 0.0]]) == 0.0                            # a dominant action: worthless info
     assert evpi([[1.0, 0.0], [0.0, 1.0]], [0.25, 0.75]) == pytest.approx(0.25)
     r = ambulance_routes()
@@ -168,22 +168,22 @@ def _sim_normal(d, s2):
     return lambda th, n, rng: th + np.sqrt(s2) * rng.standard_normal((n, d))
 
 
-def test_james_stein_risk_below_mle_by_known_amount_d10():
+def test_james_stein_risk_below_mle_by_known_amount_d10(seed):
     d, s2 = 10, 1.0
-    rng = np.random.default_rng(9)
+    rng = np.random.default_rng(seed(9))
     X = _sim_normal(d, s2)(np.zeros(d), 20_000, rng)
     # paired: per data set, loss(MLE) - loss(JS); at theta = 0 the mean saving is (d - 2) sigma^2 = 8
     saving = np.sum(X ** 2, 1) - np.sum(james_stein(X, s2) ** 2, 1)
-    assert abs(saving.mean() - (d - 2) * s2) < 4 * saving.std() / np.sqrt(len(saving))
+    assert abs(saving.mean() - (d - 2) * s2) < 4.9 * saving.std() / np.sqrt(len(saving))   # CLT: 4.9 se, false alarm 1e-6
     assert james_stein_risk(0.0, d, s2) == pytest.approx(2.0)
     for t2 in (1.0, 9.0, 49.0):
         th = np.full(d, np.sqrt(t2 / d))
-        est = frequentist_risk(lambda Y: james_stein(Y, s2), _sim_normal(d, s2), th, 20_000, rng=10)
-        assert abs(est.risk - james_stein_risk(t2, d, s2)) < 4 * est.stderr
+        est = frequentist_risk(lambda Y: james_stein(Y, s2), _sim_normal(d, s2), th, 20_000, rng=seed(10))
+        assert abs(est.risk - james_stein_risk(t2, d, s2)) < 5.3 * est.stderr   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
         assert james_stein_risk(t2, d, s2) < d * s2
     # the positive-part version has smaller risk (not pointwise smaller loss): paired comparison near theta = 0
     th = np.full(d, np.sqrt(1.0 / d))
-    Y = _sim_normal(d, s2)(th, 20_000, np.random.default_rng(11))
+    Y = _sim_normal(d, s2)(th, 20_000, np.random.default_rng(seed(11)))
     diff = np.sum((james_stein(Y, s2) - th) ** 2, 1) - np.sum((james_stein(Y, s2, True) - th) ** 2, 1)
     assert diff.mean() > 4 * diff.std() / np.sqrt(len(diff))
 
@@ -196,15 +196,15 @@ def test_james_stein_exact_risk_matches_quadrature():
         assert james_stein_risk(t2, d, s2) == pytest.approx(d * s2 - (d - 2) ** 2 * s2 * e_inv, rel=1e-6)
 
 
-def test_binomial_minimax_estimator_has_constant_risk():
+def test_binomial_minimax_estimator_has_constant_risk(seed):
     n = 20
     a = np.sqrt(n) / 2
     est = lambda x: (x + a) / (n + 2 * a)
     sim = lambda th, m, rng: rng.binomial(n, th, size=m).astype(float)
     target = 1 / (4 * (1 + np.sqrt(n)) ** 2)
     for th in (0.05, 0.3, 0.5, 0.9):
-        r = frequentist_risk(est, sim, th, 50_000, rng=12)
-        assert abs(r.risk - target) < 4 * r.stderr
+        r = frequentist_risk(est, sim, th, 50_000, rng=seed(12))
+        assert abs(r.risk - target) < 5.3 * r.stderr   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
 # ---------------------------------------------------------------- foundations
@@ -238,20 +238,20 @@ def test_logistic_map_prior_variance_limits():
     assert np.max(np.abs(grad)) < 1e-5
 
 
-def test_moderated_predictive_close_to_monte_carlo():
-    rng = np.random.default_rng(13)
+def test_moderated_predictive_close_to_monte_carlo(seed):
+    rng = np.random.default_rng(seed(13))
     mean, cov = np.array([1.0, -0.5]), np.array([[2.0, 0.3], [0.3, 0.5]])
     Xn = rng.normal(size=(20, 2)) * 2
     W = rng.multivariate_normal(mean, cov, size=200_000)
     mc = special.expit(Xn @ W.T)
     # the probit approximation is accurate to about 0.02 here; add 4 MC SEs
     err = np.abs(moderated_predictive(Xn, mean, cov) - mc.mean(1))
-    assert np.all(err < 0.02 + 4 * mc.std(1) / np.sqrt(W.shape[0]))
+    assert np.all(err < 0.02 + 5.3 * mc.std(1) / np.sqrt(W.shape[0]))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
 # ---------------------------------------------------------------- scoring rules and calibration
-def test_scoring_rules_are_proper():
-    rng = np.random.default_rng(14)
+def test_scoring_rules_are_proper(seed):
+    rng = np.random.default_rng(seed(14))
     C = 5
     y = np.arange(C)
     exp_score = lambda score, q, p: np.sum(p * score(np.tile(q, (C, 1)), y, reduce="none"))
@@ -276,7 +276,7 @@ def test_score_values_and_infinite_log_score():
     assert log_score([[1.0, 0.0]], [1]) == np.inf                         # a confident miss is infinitely bad
 
 
-def test_expected_calibration_error_known_values():
+def test_expected_calibration_error_known_values(seed):
     # two bins by hand: confidences 0.3 (2 points, 1 right) and 0.8 (2 points, both right)
     P = np.array([[0.3, 0.35, 0.35], [0.3, 0.35, 0.35], [0.8, 0.1, 0.1], [0.8, 0.1, 0.1]])
     y = np.array([1, 0, 0, 0])        # top labels: 1, 1, 0, 0 -> bin 0.35: 1/2 right; bin 0.8: 2/2 right
@@ -285,13 +285,13 @@ def test_expected_calibration_error_known_values():
     assert expected_calibration_error(P, y, 10) == pytest.approx(0.5 * abs(0.5 - 0.35) + 0.5 * abs(1 - 0.8))
     assert expected_calibration_error(np.tile([0.9, 0.1], (100, 1)), np.arange(100) % 2) == pytest.approx(0.4)
     # labels drawn from the predicted probabilities: calibrated; bound on E|bin gap| from Jensen, times 4
-    rng = np.random.default_rng(15)
+    rng = np.random.default_rng(seed(15))
     P = rng.dirichlet(np.full(3, 0.5), size=50_000)
     y = (rng.random(len(P))[:, None] > np.cumsum(P, 1)).sum(1)
     cc = calibration_curve(P, y, 15)
     ok = cc.counts > 0
     bound = np.sum(cc.counts[ok] / len(y) * np.sqrt(cc.confidence[ok] * (1 - cc.confidence[ok]) / cc.counts[ok]))
-    assert expected_calibration_error(P, y, 15) < 4 * bound
+    assert expected_calibration_error(P, y, 15) < 4.9 * bound   # CLT: 4.9 se, false alarm 1e-6
     # marginal calibration error: a binary problem always predicting (0.7, 0.3) with 50% class 0
     P2 = np.tile([0.7, 0.3], (1000, 1))
     y2 = np.arange(1000) % 2
@@ -306,8 +306,8 @@ def test_softmax_numbers():
     assert np.allclose(softmax(np.array([[1000.0, 0.0]])), [[1.0, 0.0]])    # stable for huge logits
 
 
-def test_temperature_scale_recovers_known_temperature():
-    rng = np.random.default_rng(16)
+def test_temperature_scale_recovers_known_temperature(seed):
+    rng = np.random.default_rng(seed(16))
     N, C, T_true = 20_000, 5, 3.0
     z = rng.normal(size=(N, C)) * 2
     y = (rng.random(N)[:, None] > np.cumsum(special.softmax(z, 1), 1)).sum(1)   # labels from softmax(z)
@@ -321,8 +321,8 @@ def test_temperature_scale_recovers_known_temperature():
     assert all(nll(T) <= nll(t) + 1e-12 for t in np.linspace(1.5, 5, 36))
 
 
-def test_platt_scaling_recovers_known_map():
-    rng = np.random.default_rng(24)
+def test_platt_scaling_recovers_known_map(seed):
+    rng = np.random.default_rng(seed(24))
     n, a, b = 20_000, 0.5, -0.3
     s = rng.normal(0, 3, n)
     y = (rng.random(n) < special.expit(a * s + b)).astype(int)
@@ -331,11 +331,11 @@ def test_platt_scaling_recovers_known_map():
     Phi = np.column_stack([s, np.ones(n)])
     p = special.expit(Phi @ [a, b])
     se = np.sqrt(np.diag(np.linalg.inv((Phi * (p * (1 - p))[:, None]).T @ Phi)))
-    assert abs(fit.a - a) < 4 * se[0] and abs(fit.b - b) < 4 * se[1]
+    assert abs(fit.a - a) < 4.9 * se[0] and abs(fit.b - b) < 4.9 * se[1]   # CLT: 4.9 se, false alarm 1e-6
 
 
-def test_histogram_and_isotonic_calibrators():
-    rng = np.random.default_rng(25)
+def test_histogram_and_isotonic_calibrators(seed):
+    rng = np.random.default_rng(seed(25))
     p = rng.random(3000)
     y = (rng.random(3000) < p ** 2).astype(int)          # true calibration map p -> p^2
     hb = histogram_binning(p, y, 5)
@@ -358,35 +358,35 @@ def test_accuracy_vs_confidence_by_hand():
     assert np.allclose(sa.accuracy[:3], [0.75, 2 / 3, 1.0]) and np.isnan(sa.accuracy[3])
 
 
-def test_digits_logits_deterministic_and_copy_safe():
-    a = digits_logits(rng=3)
+def test_digits_logits_deterministic_and_copy_safe(seed):
+    a = digits_logits(rng=seed(3))
     a.test[0][:] = 0.0                                                       # mutate the returned copy
-    b = digits_logits(rng=3)
+    b = digits_logits(rng=seed(3))
     assert not np.allclose(b.test[0], 0.0)
     assert len(b.train[1]) == 400 and len(b.calib[1]) + len(b.test[1]) == 1797 - 400
     assert np.mean(b.test[0].argmax(1) == b.test[1]) > 0.9
 
 
 # ---------------------------------------------------------------- conformal prediction
-def test_conformal_coverage_is_exactly_k_over_n_plus_1():
+def test_conformal_coverage_is_exactly_k_over_n_plus_1(seed):
     n, alpha, R = 100, 0.1, 4000
     k = math.ceil((n + 1) * (1 - alpha))
     assert k / (n + 1) == pytest.approx(0.90099, abs=5e-6)
-    rng = np.random.default_rng(17)
+    rng = np.random.default_rng(seed(17))
     # coverage given the calibration set is known exactly here: P(|Y| <= qhat) = 2 Phi(qhat) - 1, Y ~ N(0, 1)
     cov = np.array([2 * stats.norm.cdf(split_conformal_regression(rng.standard_normal(n), np.zeros(n),
                                                                   np.zeros(1), alpha).qhat) - 1
                     for _ in range(R)])
     beta_k = stats.beta(k, n + 1 - k)
-    assert abs(cov.mean() - k / (n + 1)) < 4 * beta_k.std() / np.sqrt(R)
-    assert stats.kstest(cov, beta_k.cdf).pvalue > 1e-3
+    assert abs(cov.mean() - k / (n + 1)) < 4.9 * beta_k.std() / np.sqrt(R)   # CLT: 4.9 se, false alarm 1e-6
+    assert stats.kstest(cov, beta_k.cdf).pvalue > 1e-6   # p ~ U(0,1) under H0: false alarm 1e-6
 
 
-def test_conformal_coverage_within_band_over_many_splits():
+def test_conformal_coverage_within_band_over_many_splits(seed):
     # misspecified predictor (wrong mean, heavy-tailed noise, non-constant scale): the guarantee still holds
     n, m, alpha, R = 100, 50, 0.1, 2000
     k = math.ceil((n + 1) * (1 - alpha))
-    rng = np.random.default_rng(18)
+    rng = np.random.default_rng(seed(18))
     hits = np.empty((R, m))
     for r in range(R):
         x = rng.uniform(0, 3, n + m)
@@ -396,15 +396,15 @@ def test_conformal_coverage_within_band_over_many_splits():
         hits[r] = (y[n:] >= ci.lower) & (y[n:] <= ci.upper)
     per_split = hits.mean(1)                                  # i.i.d. over splits
     se = per_split.std(ddof=1) / np.sqrt(R)
-    assert 1 - alpha - 4 * se <= per_split.mean() <= 1 - alpha + 1 / (n + 1) + 4 * se
-    assert abs(per_split.mean() - k / (n + 1)) < 4 * se
+    assert 1 - alpha - 4.9 * se <= per_split.mean() <= 1 - alpha + 1 / (n + 1) + 4.9 * se   # CLT: 4.9 se, false alarm 1e-6
+    assert abs(per_split.mean() - k / (n + 1)) < 4.9 * se   # CLT: 4.9 se, false alarm 1e-6
 
 
 @pytest.mark.parametrize("method,rand", [("lac", None), ("aps", None), ("aps", 0)])
-def test_conformal_classification_coverage(method, rand):
+def test_conformal_classification_coverage(method, rand, seed):
     n, m, alpha, R, C = 200, 20, 0.1, 1000, 6
     k = math.ceil((n + 1) * (1 - alpha))
-    rng = np.random.default_rng(19)
+    rng = np.random.default_rng(seed(19))
     cover = np.empty(R)
     for r in range(R):
         true = rng.dirichlet(np.ones(C), n + m)
@@ -414,11 +414,11 @@ def test_conformal_classification_coverage(method, rand):
                                             rng=None if rand is None else rng)
         cover[r] = cs.sets[np.arange(m), y[n:]].mean()
     se = cover.std(ddof=1) / np.sqrt(R)
-    assert abs(cover.mean() - k / (n + 1)) < 4 * se
+    assert abs(cover.mean() - k / (n + 1)) < 4.9 * se   # CLT: 4.9 se, false alarm 1e-6
 
 
-def test_conformal_variants_identities():
-    rng = np.random.default_rng(20)
+def test_conformal_variants_identities(seed):
+    rng = np.random.default_rng(seed(20))
     y, m = rng.normal(size=300), rng.normal(size=300) * 0.1
     mt = rng.normal(size=40)
     # equal predictive sds: -log N(y|m,s) is increasing in |y - m|, so conformal Bayes = split conformal
@@ -434,8 +434,8 @@ def test_conformal_variants_identities():
     assert conformal_quantile(np.arange(1.0, 101.0), 0.1) == 91.0           # k = ceil(101 * 0.9) = 91
 
 
-def test_quantile_regression_and_pinball():
-    rng = np.random.default_rng(21)
+def test_quantile_regression_and_pinball(seed):
+    rng = np.random.default_rng(seed(21))
     x = rng.uniform(0, 2, 400)
     Phi = np.column_stack([np.ones_like(x), x])
     y = 1 + 2 * x + (0.5 + x) * rng.normal(size=400)
@@ -458,14 +458,14 @@ def test_prob_beta_greater_series_vs_quadrature():
     assert prob_beta_greater(1, 1, 1, 1) == pytest.approx(0.5)
 
 
-def test_ab_expected_loss_exact_vs_monte_carlo():
+def test_ab_expected_loss_exact_vs_monte_carlo(seed):
     res = ab_test_expected_loss(12, 200, 20, 210, prior=(1.0, 1.0))
     assert res.post_a == (13.0, 189.0) and res.post_b == (21.0, 191.0)
-    rng = np.random.default_rng(22)
+    rng = np.random.default_rng(seed(22))
     ta, tb = rng.beta(*res.post_a, 500_000), rng.beta(*res.post_b, 500_000)
     for exact, mc in ((res.loss_a, np.maximum(tb - ta, 0)), (res.loss_b, np.maximum(ta - tb, 0)),
                       (res.prob_b_better, (tb > ta).astype(float))):
-        assert abs(exact - mc.mean()) < 4 * mc.std() / np.sqrt(len(mc))
+        assert abs(exact - mc.mean()) < 5.3 * mc.std() / np.sqrt(len(mc))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     ma, mb = 13 / 202, 21 / 212
     assert res.loss_a - res.loss_b == pytest.approx(mb - ma, abs=1e-12)
     # a non-integer prior goes through the quadrature branch and must agree with the same identity
@@ -473,14 +473,14 @@ def test_ab_expected_loss_exact_vs_monte_carlo():
     assert res2.loss_a - res2.loss_b == pytest.approx(20.5 / 211 - 12.5 / 201, abs=1e-9)
 
 
-def test_sequential_ab_test_regret_equals_expected_loss_at_stop():
-    st = ab_test_study(n_experiments=400, rng=23)
+def test_sequential_ab_test_regret_equals_expected_loss_at_stop(seed):
+    st = ab_test_study(n_experiments=400, rng=seed(23))
     diff = st.regret - st.final_loss
     # tower property at the stopping time: E[regret] = E[posterior expected loss at stop]
-    assert abs(diff.mean()) < 4 * diff.std(ddof=1) / np.sqrt(len(diff))
+    assert abs(diff.mean()) < 4.9 * diff.std(ddof=1) / np.sqrt(len(diff))   # CLT: 4.9 se, false alarm 1e-6
     assert np.all(st.final_loss[st.stopped] < 1e-3)
-    a = sequential_ab_test(0.05, 0.06, rng=5)
-    b = sequential_ab_test(0.05, 0.06, rng=5)
+    a = sequential_ab_test(0.05, 0.06, rng=seed(5))
+    b = sequential_ab_test(0.05, 0.06, rng=seed(5))
     assert a.choice == b.choice and np.array_equal(a.losses, b.losses)        # same seed, same run
 
 

@@ -30,10 +30,10 @@ def _random_spd(rng, d):
     A = rng.standard_normal((d, d))
     return A @ A.T + 0.3 * np.eye(d)
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_kl_projections_match_numerical_minimisation(seed):
+@pytest.mark.parametrize("case", [0, 1])
+def test_kl_projections_match_numerical_minimisation(case, seed):
     # closed forms vs a generic optimiser of the closed-form Gaussian KL from core (independent code path)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed(case))
     d = 3
     mean, cov = rng.standard_normal(d), _random_spd(rng, d)
     for direction, proj in (("forward", m_projection_diag), ("reverse", i_projection_diag)):
@@ -61,7 +61,7 @@ def test_alpha_projection_limits_and_family():
     assert abs(m9 - m1) < 0.05 and abs(v9 / v1 - 1) < 0.02
 
 
-def test_moment_matching_helpers():
+def test_moment_matching_helpers(seed):
     g = np.linspace(1e-6, 40, 200001); lw = np.log(np.gradient(g))
     lp = stats.gamma.logpdf(g, 2.5, scale=1 / 1.5) + lw
     for match in ("kl", "mean_var"):
@@ -78,7 +78,7 @@ def test_moment_matching_helpers():
     assert np.isclose(a / b, 3.0) and np.isclose(a / b**2, 1.5)
     a, b = gamma_from_mean_log(2.0, 0.5)
     assert np.isclose(np.log(a) - special.digamma(a), np.log(2.0) - 0.5) and np.isclose(a / b, 2.0)
-    x = np.random.default_rng(0).standard_normal((50000, 2)) @ np.array([[1.0, 0.0], [0.5, 2.0]])
+    x = np.random.default_rng(seed(0)).standard_normal((50000, 2)) @ np.array([[1.0, 0.0], [0.5, 2.0]])
     m, C = moment_match_gaussian(x)
     assert np.allclose(m, x.mean(0)) and np.allclose(C, np.cov(x.T, bias=True))
 
@@ -123,7 +123,7 @@ def test_ep_probit_agrees_with_grid(toy):
     assert np.any(np.abs(adf.mean - m) > 0.01 * sd) and abs(adf.log_evidence - lz) > 0.01
 
 
-def test_ep_probit_brute_force_3d():
+def test_ep_probit_brute_force_3d(seed):
     # a 3-d problem against a 3-d grid (brute force), with a non-isotropic prior given as a vector of variances
     X, y = probit_toy_data(12, theta=(1.0, -0.5, 0.5), rng=5)
     pv = np.array([1.0, 2.0, 0.5])
@@ -138,9 +138,9 @@ def test_ep_probit_brute_force_3d():
     assert abs(ep.log_evidence - lz) < 0.02
 
 
-def test_order_dependence_adf_not_ep(toy):
+def test_order_dependence_adf_not_ep(toy, seed):
     X, y, _ = toy
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     adf_means, ep_means, ep_lz = [], [], []
     for _ in range(5):
         p = rng.permutation(len(y))
@@ -170,10 +170,10 @@ def test_parallel_schedule_and_logistic(toy):
     assert lg.converged and np.all(np.abs(lg.mean - r[0]) < 0.01 * sd) and abs(lg.log_evidence - r[2]) < 0.01
 
 
-def test_power_ep_limits():
+def test_power_ep_limits(seed):
     # alpha = 1 is EP; small alpha approaches the variational (reverse-KL) Gaussian, computed here independently by
     # minimising KL(q || p) on a 1-d grid for a one-parameter probit model.
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed(3))
     x = rng.standard_normal((8, 1)) * 2; y = (rng.uniform(size=8) < stats.norm.cdf(0.8 * x[:, 0])).astype(float)
     e1, p1 = ep_probit(x, y, 4.0), power_ep(x, y, 4.0, alpha=1.0)
     assert np.allclose(e1.mean, p1.mean) and np.allclose(e1.cov, p1.cov)
@@ -187,8 +187,8 @@ def test_power_ep_limits():
 
 # ---------------------------------------------------------------- clutter and damping
 
-def test_clutter_without_clutter_is_exact():
-    x = clutter_data(15, theta=np.array([1.0, -2.0]), rng=1)
+def test_clutter_without_clutter_is_exact(seed):
+    x = clutter_data(15, theta=np.array([1.0, -2.0]), rng=seed(1))
     r = ep_clutter(x, w=0.0, prior_var=50.0)
     prec = 15 + 1 / 50.0
     ev = sum(stats.multivariate_normal(np.zeros(15), np.eye(15) + 50.0).logpdf(x[:, j]) for j in range(2))
@@ -196,9 +196,9 @@ def test_clutter_without_clutter_is_exact():
     assert abs(r.log_evidence - ev) < 1e-9
 
 
-def test_clutter_against_quadrature():
+def test_clutter_against_quadrature(seed):
     # n = 30 points: EP error is a small fraction of a posterior sd (tolerances as in the probit grid test)
-    x = clutter_data(30, theta=1.5, rng=11)
+    x = clutter_data(30, theta=1.5, rng=seed(11))
     m, v, lz, _ = clutter_exact_1d(x[:, 0])
     r = ep_clutter(x, damping=0.5, n_sweeps=500)
     assert r.converged
@@ -219,8 +219,8 @@ def test_damping_makes_oscillating_case_converge():
 
 # ---------------------------------------------------------------- noise-precision model (seed 001, corrected)
 
-def test_noise_precision_ep_against_quadrature():
-    x, y = noise_precision_data(30, rng=4)
+def test_noise_precision_ep_against_quadrature(seed):
+    x, y = noise_precision_data(30, rng=seed(4))
     m, v, lz, _ = noise_precision_exact(x, y)
     for match in ("mean_var", "kl"):
         r = ep_noise_precision(x, y, tilted="quadrature", match=match)
@@ -247,9 +247,9 @@ def test_corrected_closed_form_equations():
     assert abs(shape_source / (q1**2 / qvar) - 1) > 0.5
 
 
-def test_noise_precision_adf_order_dependence():
-    x, y = noise_precision_data(20, rng=0)
-    rng = np.random.default_rng(1)
+def test_noise_precision_adf_order_dependence(seed):
+    x, y = noise_precision_data(20, rng=seed(0))
+    rng = np.random.default_rng(seed(1))
     adf = [adf_noise_precision(x, y, order=rng.permutation(20)).shape for _ in range(4)]
     ep = [ep_noise_precision(x[p], y[p], tol=1e-12).shape for p in (np.arange(20), rng.permutation(20))]
     assert np.ptp(adf) > 1e-3 and np.ptp(ep) < 1e-8
@@ -257,26 +257,28 @@ def test_noise_precision_adf_order_dependence():
 
 # ---------------------------------------------------------------- importance-sampling reference, real data
 
-def test_importance_reference_within_mc_error(toy):
+def test_importance_reference_within_mc_error(toy, seed):
     # 4 standard errors: a correct estimator fails with probability < 1e-4 per quantity (normal approximation)
     X, y, (m, C, lz, _) = toy
-    r = importance_reference(X, y, 1.0, n_draws=20000, rng=7)
-    assert np.all(np.abs(r.mean - m) < 4 * r.mean_se) and abs(r.log_evidence - lz) < 4 * r.log_evidence_se
-    r2 = importance_reference(X, y, 1.0, n_draws=20000, rng=7)
+    r = importance_reference(X, y, 1.0, n_draws=20000, rng=seed(7))
+    assert np.all(np.abs(r.mean - m) < 5.3 * r.mean_se) and abs(r.log_evidence - lz) < 5.3 * r.log_evidence_se   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
+    r2 = importance_reference(X, y, 1.0, n_draws=20000, rng=seed(7))
     assert np.array_equal(r.mean, r2.mean)                              # same seed, same result
 
 
-def test_breast_cancer_ep_fast_and_accurate():
+def test_breast_cancer_ep_fast_and_accurate(seed):
     X, y = load_breast_cancer()
     ep_probit(X[:50], y[:50])                                           # warm up imports and caches
     t0 = time.perf_counter(); ep = ep_probit(X, y, 1.0); dt = time.perf_counter() - t0
     assert ep.converged and len(ep.history.max_change) < 20
     # the budget is 1 s on this machine; allow 3 s so that a busy shared machine does not fail the test
     assert dt < 3.0, dt
-    ref = importance_reference(X, y, 1.0, "probit", (ep.mean, ep.cov), n_draws=10000, rng=11)
+    # 20000 draws: the importance ESS fluctuates (heavy-tailed weights) and fell below 1000 at 1 seed in 20 with 10000
+    ref = importance_reference(X, y, 1.0, "probit", (ep.mean, ep.cov), n_draws=20000, rng=seed(11))
     sd = np.sqrt(np.diag(ref.cov))
     assert ref.ess > 1000
-    assert np.all(np.abs(ep.mean - ref.mean) < 0.1 * sd + 4 * ref.mean_se)
+    # EP within 0.1 posterior sd of the reference, allowing 5.6 of its standard errors (30 coordinates: 1e-6)
+    assert np.all(np.abs(ep.mean - ref.mean) < 0.1 * sd + 5.6 * ref.mean_se)
     assert abs(ep.log_evidence - ref.log_evidence) < 0.2
 
 
@@ -342,7 +344,7 @@ def test_ep_laplace_and_vb_on_separable_example(separable):
     assert err["EP"] < 0.05 and err["VB"] < 0.05 and err["Laplace"] > 0.5     # EP and converged VB find the mean
     assert np.all(np.diag(res["VB"][1]) < np.diag(res["EP"][1])) and np.all(np.diag(res["EP"][1]) < np.diag(C))
     assert abs(res["EP"][2] - lz) < 0.2
-    assert res["VB"][2] < lz + 4 * res["VB_elbo_se"]                          # the ELBO is a lower bound
+    assert res["VB"][2] < lz + 4.9 * res["VB_elbo_se"]                          # the ELBO is a lower bound; CLT: 4.9 se, false alarm 1e-6
 
 
 def _vi_optimum_logistic(X, y, prior_scale, mean0, cov0, n_nodes=100):
@@ -385,5 +387,5 @@ def test_compare_separable_vb_is_converged(separable):
     assert np.all(np.abs(vb_m - m) / sd < 0.02)
     assert np.allclose(np.sqrt(np.diag(vb_S) / np.diag(S)), 1, atol=0.05)
     # ELBO estimate (4000 draws) vs the optimum: 4 standard errors, plus 0.002 for the (second-order) gap
-    assert abs(vb_elbo - elbo_opt) < 4 * res["VB_elbo_se"] + 0.002
+    assert abs(vb_elbo - elbo_opt) < 4.9 * res["VB_elbo_se"] + 0.002   # CLT: 4.9 se, false alarm 1e-6
     assert elbo_opt < lz                                                      # the optimum is still a lower bound

@@ -21,8 +21,8 @@ from bayesnotes.diagnostics import ess_bulk, ess_mean, mcse_mean, mcse_sd
 
 
 # ----------------------------------------------------------------------------------------- exact identities
-def test_mh_detailed_balance_exact():
-    rng = np.random.default_rng(0)
+def test_mh_detailed_balance_exact(seed):
+    rng = np.random.default_rng(seed(0))
     for n in (2, 5, 9):
         p = rng.uniform(0.05, 1, size=n)
         Q = rng.uniform(size=(n, n)); Q /= Q.sum(1, keepdims=True)
@@ -34,9 +34,9 @@ def test_mh_detailed_balance_exact():
         assert np.allclose(pi @ P, pi, atol=1e-14)            # invariance
 
 
-def test_mh_matrix_breaks_balance_without_hastings_correction():
+def test_mh_matrix_breaks_balance_without_hastings_correction(seed):
     # negative control: accepting with the Metropolis ratio only (ignoring q) is wrong for an asymmetric proposal
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed(1))
     p = rng.uniform(0.1, 1, size=4); pi = p / p.sum()
     Q = rng.uniform(size=(4, 4)); Q /= Q.sum(1, keepdims=True)
     A = np.minimum(1, p[None, :] / p[:, None])
@@ -104,14 +104,18 @@ def test_dual_averaging_finds_step_size():
 
 
 # ----------------------------------------------------------------------------------------- reproducibility
-def test_same_seed_same_draws_and_chains_independent_of_batch():
-    t = correlated_gaussian(0.5)
+def test_same_seed_same_draws_and_chains_independent_of_batch(seed):
+    # A target whose batched density is elementwise per chain (no matrix product): a product with a (4, 2) batch
+    # and with a (2, 2) batch may round differently in BLAS, and that alone can flip one U-turn decision and send
+    # a chain elsewhere (it did for some seeds with `correlated_gaussian`); equality is only meaningful without it.
+    prec = np.array([1.0, 4.0])
+    t = Target(lambda x: -0.5 * anp.sum(x ** 2 * prec, axis=-1), 2, batched=True)
     x0 = np.zeros((4, 2))
-    a = sample("nuts", t, x0, 50, 30, 4, rng=3)
-    b = sample("nuts", t, x0, 50, 30, 4, rng=3)
+    a = sample("nuts", t, x0, 50, 30, 4, rng=seed(3))
+    b = sample("nuts", t, x0, 50, 30, 4, rng=seed(3))
     assert np.array_equal(a.draws, b.draws)
     # chain k's random stream depends only on k, so running fewer chains alongside does not change it
-    c = sample("nuts", t, x0[:2], 50, 30, 2, rng=3)
+    c = sample("nuts", t, x0[:2], 50, 30, 2, rng=seed(3))
     assert np.array_equal(a.draws[:2], c.draws)
 
 
@@ -125,52 +129,67 @@ def test_kernel_single_chain_and_batch_shapes():
 
 
 # ----------------------------------------------------------------------------------------- statistical checks
-def test_nuts_100d_gaussian_scales():
+def test_nuts_100d_gaussian_scales(seed):
     # independent Gaussian with standard deviations 0.01 .. 1: after Stan-style warm-up the draws must match the
-    # exact means (0) and standard deviations within 4 MCSE each, with no divergences
+    # exact means (0) and standard deviations, with no divergences, and the metric must have learnt the scales
     d = 100
     sd = np.linspace(0.01, 1.0, d)
     # (closed-form gradient: this test is about NUTS and its adaptation, and autograd would triple its run time)
     t = Target(lambda x: -0.5 * np.sum((x / sd) ** 2), d, grad=lambda x: -x / sd ** 2)
-    res = sample("nuts", t, None, n_warmup=300, n_draws=300, n_chains=4, rng=0)
+    res = sample("nuts", t, None, n_warmup=300, n_draws=300, n_chains=4, rng=seed(0))
     x = res.draws
     assert res.stats.divergent.sum() == 0
-    assert np.all(np.abs(x.reshape(-1, d).mean(0)) < 4 * mcse_mean(x))
-    assert np.all(np.abs(x.reshape(-1, d).std(0, ddof=1) - sd) < 4 * mcse_sd(x))
-    # the adapted inverse mass has learnt the scales that span four orders of magnitude: it is Stan's regularised
-    # variance of the last slow window (n = 100 draws), n/(n+5) var + 1e-3 * 5/(n+5). Those draws are autocorrelated
-    # (an effective size of a few tens), so a single estimate has a relative error of order sqrt(2/30) = 0.26;
-    # we require every coordinate within a factor 2.5 of the target
+    # 100 coordinates, each (estimate - truth) / MCSE ~ N(0, 1): 6 MCSE is a false alarm of 100 * 2e-9 = 2e-7 with
+    # the exact MCSE, and still below 2e-5 if the estimated MCSE were 15% too small
+    assert np.all(np.abs(x.reshape(-1, d).mean(0)) < 6 * mcse_mean(x))
+    assert np.all(np.abs(x.reshape(-1, d).std(0, ddof=1) - sd) < 6 * mcse_sd(x))
+    # The adapted inverse mass is Stan's regularised variance of the last slow window (n = 100 warm-up draws),
+    # n/(n+5) var + 1e-3 * 5/(n+5), one per chain: (4, 100). From autocorrelated draws with an effective size nu of a
+    # few tens, each ratio r = inv_mass / expected is roughly chi2_nu / nu: sd(log r) ~ sqrt(2/nu) ~ 0.26 at nu = 30,
+    # and the minimum of 400 such ratios falls below 0.4 on about every second seed (the old check, which failed on
+    # another CPU). So the per-coordinate check is loose and the sensitive checks pool the 400 ratios:
     n = 100
     expected = n / (n + 5) * sd ** 2 + 1e-3 * 5 / (n + 5)
-    ratio = res.inv_mass / expected
-    assert np.all((ratio > 0.4) & (ratio < 2.5))
+    log_r = np.log(res.inv_mass / expected)
+    # (1) every ratio within a factor 10: P(chi2_nu / nu < 0.1) = 8e-11 at nu = 30, so 400 ratios give a false alarm
+    #     of 3e-8 (4e-5 in the unlikely case nu = 20); a unit metric or a metric of the wrong window (ratios of
+    #     1e4 at the small scales) fails it
+    assert np.all(np.abs(log_r) < np.log(10))
+    # (2) the geometric mean ratio: the mean of 400 log r has bias ~ -1/nu = -0.03 and sd 0.013; 0.25 is more than
+    #     15 sd away (false alarm < 1e-12); a metric off by a constant factor 1.3 fails it
+    assert abs(log_r.mean()) < 0.25
+    # (3) the slope of log inv_mass on log var over the four decades: its sd is 0.26 / (sd of log var * 20) ~ 0.006,
+    #     so |slope - 1| < 0.1 is a false alarm below 1e-12; a metric that learnt sd instead of var (slope 1/2) fails
+    slope = np.polyfit(np.tile(np.log(expected), len(res.inv_mass)), np.log(res.inv_mass).ravel(), 1)[0]
+    assert abs(slope - 1) < 0.1
 
 
 @pytest.mark.parametrize("kernel,kw,accept", [("rwmh", {}, (0.15, 0.4)), ("mala", {}, (0.4, 0.75)),
                                                ("hmc", {"n_steps": 8}, (0.65, 0.99)), ("nuts", {}, (0.7, 0.99))])
-def test_samplers_match_banana_moments(kernel, kw, accept):
-    # Haario's banana with exact mean 0 and variances (s1^2, 1 + 2 b^2 s1^4); means and sds within 4 MCSE
+def test_samplers_match_banana_moments(kernel, kw, accept, seed):
+    # Haario's banana with exact mean 0 and variances (s1^2, 1 + 2 b^2 s1^4); means and sds within 5.5 MCSE: 4
+    # normal comparisons at 5.16 give 1e-6, widened to 5.5 for the error of an MCSE estimated from the same run
     t = banana(0.1, 3.0)
     n_draws = {"rwmh": 4000, "mala": 2000, "hmc": 400, "nuts": 400}[kernel]
-    res = sample(kernel, t, np.zeros(2), n_warmup=300, n_draws=n_draws, n_chains=4, rng=11, **kw)
+    res = sample(kernel, t, np.zeros(2), n_warmup=300, n_draws=n_draws, n_chains=4, rng=seed(11), **kw)
     x = res.draws
-    assert np.all(np.abs(x.reshape(-1, 2).mean(0)) < 4 * mcse_mean(x))
-    assert np.all(np.abs(x.reshape(-1, 2).std(0, ddof=1) - np.sqrt(np.diag(t.cov))) < 4 * mcse_sd(x))
+    assert np.all(np.abs(x.reshape(-1, 2).mean(0)) < 5.5 * mcse_mean(x))
+    assert np.all(np.abs(x.reshape(-1, 2).std(0, ddof=1) - np.sqrt(np.diag(t.cov))) < 5.5 * mcse_sd(x))
     a = res.stats.accept_prob.mean()
     assert accept[0] < a < accept[1]                     # the step-size adaptation reached its target region
 
 
-def test_slice_sampler_gamma_moments():
+def test_slice_sampler_gamma_moments(seed):
     # log of a Gamma(3, 2) variable: exact mean digamma(3) - log 2 and variance trigamma(3)
     t = Target(lambda u: anp.sum(3.0 * u - 2.0 * anp.exp(u), axis=-1), 1, batched=True)
-    res = sample("slice", t, np.zeros(1), n_warmup=200, n_draws=1500, n_chains=4, rng=2)
+    res = sample("slice", t, np.zeros(1), n_warmup=200, n_draws=1500, n_chains=4, rng=seed(2))
     x = res.draws
-    assert abs(x.mean() - (special.digamma(3) - np.log(2))) < 4 * mcse_mean(x)
-    assert abs(x.std(ddof=1) - np.sqrt(special.polygamma(1, 3))) < 4 * mcse_sd(x)
+    # 2 comparisons: 5.03 MCSE for 1e-6, widened to 5.3 for the estimated MCSE
+    assert abs(x.mean() - (special.digamma(3) - np.log(2))) < 5.3 * mcse_mean(x)
+    assert abs(x.std(ddof=1) - np.sqrt(special.polygamma(1, 3))) < 5.3 * mcse_sd(x)
 
 
-def test_ising_gibbs_matches_enumeration():
+def test_ising_gibbs_matches_enumeration(seed):
     # 2 x 3 image: the exact posterior marginals P(x_i = +1 | y) by enumerating the 64 states are the reference;
     # the checkerboard Gibbs sampler's long-run frequencies must agree within 4 standard errors (ESS-based)
     J, sigma = 0.6, 1.0
@@ -180,10 +199,10 @@ def test_ising_gibbs_matches_enumeration():
     logw = J * pair - ((y - states) ** 2).sum((1, 2)) / (2 * sigma ** 2)
     w = np.exp(logw - logw.max()); w /= w.sum()
     exact = np.einsum("s,sij->ij", w, (states > 0).astype(float))
-    s = ising_gibbs(y, J, sigma, 8000, rng=5)[200:]
+    s = ising_gibbs(y, J, sigma, 8000, rng=seed(5))[200:]
     freq = (s > 0).reshape(4, -1, 6).astype(float)          # 4 consecutive blocks as pseudo-chains
     se = np.sqrt(exact.ravel() * (1 - exact.ravel()) / ess_mean(freq))
-    assert np.all(np.abs(freq.reshape(-1, 6).mean(0) - exact.ravel()) < 4 * se)
+    assert np.all(np.abs(freq.reshape(-1, 6).mean(0) - exact.ravel()) < 5.3 * se)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
 def _niw_log_marginal(X, prior):
@@ -201,7 +220,7 @@ def _niw_log_marginal(X, prior):
 
 
 @pytest.mark.parametrize("collapsed", [False, True])
-def test_gmm_gibbs_matches_enumerated_posterior(collapsed):
+def test_gmm_gibbs_matches_enumerated_posterior(collapsed, seed):
     # 5 points, K = 2: enumerate all 32 assignments (Dirichlet-multinomial prior x NIW marginal likelihoods) and
     # compare the co-clustering probabilities P(z_i = z_j | X) with the samplers' frequencies (label-invariant)
     X = np.array([[-1.0, -0.5], [-0.6, -1.2], [1.1, 0.4], [0.7, 1.3], [0.1, -0.1]])
@@ -216,11 +235,11 @@ def test_gmm_gibbs_matches_enumerated_posterior(collapsed):
     w = np.exp(np.array(logp) - max(logp)); w /= w.sum()
     same = (zs[:, :, None] == zs[:, None, :]).astype(float)
     exact = np.einsum("s,sij->ij", w, same)[np.triu_indices(5, 1)]
-    _, hist = gibbs_gmm(X, K, 1500, rng=3, n_chains=4, collapsed=collapsed, alpha=alpha, prior=prior, trace=False)
+    _, hist = gibbs_gmm(X, K, 1500, rng=seed(3), n_chains=4, collapsed=collapsed, alpha=alpha, prior=prior, trace=False)
     co = (hist[:, 100:, :, None] == hist[:, 100:, None, :])[..., np.triu_indices(5, 1)[0], np.triu_indices(5, 1)[1]]
     co = co.astype(float)                                   # (chain, sweep, pair)
     se = np.sqrt(exact * (1 - exact) / ess_mean(co))
-    assert np.all(np.abs(co.reshape(-1, exact.size).mean(0) - exact) < 4 * se)
+    assert np.all(np.abs(co.reshape(-1, exact.size).mean(0) - exact) < 5.3 * se)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
 # ----------------------------------------------------------------------------------------- SBC
@@ -231,6 +250,12 @@ def test_gmm_gibbs_matches_enumerated_posterior(collapsed):
 # replication) with a single call to `sample`; a correct sampler gives correct marginals for every coordinate.
 R, L, BINS = 100, 19, 10          # replications, draws per rank (ranks 0..19), histogram bins of 2 ranks each
 A0, B0, NOBS = 4.0, 1.0, 5        # Poisson-Gamma model: lambda ~ Ga(A0, B0), y_1..NOBS ~ Poisson(lambda)
+
+
+# Under a correct sampler the chi-square p-value of the rank histogram is U(0, 1) (ranks of thinned, nearly
+# independent draws): the suite makes 6 SBC checks at P_SBC = 2e-7, a false alarm of 1.2e-6 in all. The negative
+# control below gives p-values below 1e-15 over 30 seeds, so the threshold keeps all the power that matters.
+P_SBC = 2e-7
 
 
 def _sbc_pvalue(ranks, bins=BINS):
@@ -263,52 +288,52 @@ SBC_RUNS = {"mala": dict(n_warmup=600, n_draws=1500), "hmc": dict(n_warmup=400, 
 
 
 @pytest.mark.parametrize("kernel", list(SBC_RUNS))
-def test_sbc_gradient_samplers(kernel):
-    truth, t, a, b = _poisson_gamma_sbc_problem(seed=100)
-    res = sample(kernel, t, np.log(a / b), n_chains=4, rng=1, **SBC_RUNS[kernel])
-    assert _sbc_pvalue(_ranks(res.draws, truth)) > 0.005
+def test_sbc_gradient_samplers(kernel, seed):
+    truth, t, a, b = _poisson_gamma_sbc_problem(seed=seed(100))
+    res = sample(kernel, t, np.log(a / b), n_chains=4, rng=seed(1), **SBC_RUNS[kernel])
+    assert _sbc_pvalue(_ranks(res.draws, truth)) > P_SBC
 
 
-def test_sbc_random_walk_metropolis():
+def test_sbc_random_walk_metropolis(seed):
     # a random walk needs O(dim) iterations per effective draw, so it gets 50 replications (a 50-d product target)
     # and 5 rank bins (still 10 expected counts per bin)
-    truth, t, a, b = _poisson_gamma_sbc_problem(seed=101, n_rep=50)
-    res = sample("rwmh", t, np.log(a / b), n_warmup=2000, n_draws=12000, n_chains=4, rng=1)
-    assert _sbc_pvalue(_ranks(res.draws, truth), bins=5) > 0.005
+    truth, t, a, b = _poisson_gamma_sbc_problem(seed=seed(101), n_rep=50)
+    res = sample("rwmh", t, np.log(a / b), n_warmup=2000, n_draws=18000, n_chains=4, rng=seed(1))   # min ESS ~ 60 at 12000: too close to 2L
+    assert _sbc_pvalue(_ranks(res.draws, truth), bins=5) > P_SBC
 
 
-def test_sbc_gibbs_normal_model():
+def test_sbc_gibbs_normal_model(seed):
     # y_i ~ N(mu, 1/tau), mu ~ N(0, 1), tau ~ Ga(3, 2): one replication per chain (the Gibbs sampler is vectorised)
-    rng = np.random.default_rng(200)
+    rng = np.random.default_rng(seed(200))
     mu = rng.normal(0.0, 1.0, size=R)
     tau = rng.gamma(3.0, 1 / 2.0, size=R)
     y = mu[:, None] + rng.normal(size=(R, 8)) / np.sqrt(tau)[:, None]
     d = gibbs_normal(y, 0.0, 1.0, 3.0, 2.0, n_draws=20 * (L + 1) + 50, rng=rng)[:, 50::20][:, :L]  # thin by 20
     for j, truth in enumerate((mu, tau)):
         ranks = (d[:, :, j] < truth[:, None]).sum(1)
-        assert _sbc_pvalue(ranks) > 0.005
+        assert _sbc_pvalue(ranks) > P_SBC
 
 
-def test_sbc_detects_a_wrong_posterior():
+def test_sbc_detects_a_wrong_posterior(seed):
     # negative control: exact draws from a posterior whose rate is off by 30% must fail the same test
-    truth, _, a, b = _poisson_gamma_sbc_problem(seed=100)
-    draws = np.log(np.random.default_rng(3).gamma(a, 1 / (1.3 * b), size=(L, R)))
+    truth, _, a, b = _poisson_gamma_sbc_problem(seed=seed(100))
+    draws = np.log(np.random.default_rng(seed(3)).gamma(a, 1 / (1.3 * b), size=(L, R)))
     ranks = (draws < truth).sum(0)
-    assert _sbc_pvalue(ranks) < 1e-4
+    assert _sbc_pvalue(ranks) < P_SBC
 
 
 # ----------------------------------------------------------------------------------------- bad input
-def test_bad_input_raises():
+def test_bad_input_raises(seed):
     t = correlated_gaussian(0.5)
     with pytest.raises(ValueError, match="x0"):
         sample("nuts", Target(lambda x: anp.log(x[..., 0]) + 0 * x[..., 1], 2, batched=True), np.array([-1.0, 0.0]),
-               10, 10, 2, rng=0)
+               10, 10, 2, rng=seed(0))
     with pytest.raises(ValueError, match="x0"):
-        sample("nuts", t, np.zeros(3), 10, 10, 2, rng=0)
+        sample("nuts", t, np.zeros(3), 10, 10, 2, rng=seed(0))
     with pytest.raises(ValueError, match="x0"):
-        sample("nuts", t, np.array([np.nan, 0.0]), 10, 10, 2, rng=0)
+        sample("nuts", t, np.array([np.nan, 0.0]), 10, 10, 2, rng=seed(0))
     with pytest.raises(ValueError, match="step_size"):
-        sample("hmc", t, np.zeros(2), 10, 10, 2, rng=0, step_size=0.0)
+        sample("hmc", t, np.zeros(2), 10, 10, 2, rng=seed(0), step_size=0.0)
     with pytest.raises(ValueError, match="step_size"):
         nuts(t, step_size=-0.1)
     with pytest.raises(ValueError, match="scale"):
@@ -320,13 +345,13 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="inv_mass"):
         nuts(t, 0.1, inv_mass=np.ones(3))
     with pytest.raises(ValueError, match="kernel"):
-        sample("gibbs", t, np.zeros(2), 10, 10, 2, rng=0)
+        sample("gibbs", t, np.zeros(2), 10, 10, 2, rng=seed(0))
     with pytest.raises(ValueError, match="rng"):
         sample("nuts", t, np.zeros(2), 10, 10, 2, rng=None)
     with pytest.raises(ValueError, match="target_accept"):
-        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=0, target_accept=1.5)
+        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=seed(0), target_accept=1.5)
     with pytest.raises(ValueError, match="n_draws"):
-        sample("nuts", t, np.zeros(2), 10, 0, 2, rng=0)
+        sample("nuts", t, np.zeros(2), 10, 0, 2, rng=seed(0))
     with pytest.raises(ValueError, match="x"):
         nuts(t, 0.1).init(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="Q"):

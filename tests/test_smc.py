@@ -25,46 +25,46 @@ def _offspring(scheme, W, R, seed):
 
 
 @pytest.mark.parametrize("name", list(RESAMPLING))
-def test_resampling_unbiased(name):
+def test_resampling_unbiased(name, seed):
     "E[offspring of m] = N W_m, checked by simulation for every scheme."
     R = 4000
-    O = _offspring(RESAMPLING[name], W10, R, seed=1)
+    O = _offspring(RESAMPLING[name], W10, R, seed=seed(1))
     assert np.all(O.sum(1) == 10)
     se = O.std(0, ddof=1) / np.sqrt(R)        # standard error of each mean count, from the replicates
     # 10 components x 4 schemes: 5 standard errors keeps the family-wise false alarm rate below 1e-4
     assert np.all(np.abs(O.mean(0) - 10 * W10) < 5 * se + 1e-12), (O.mean(0), 10 * W10)
 
 
-def test_multinomial_variance_exact_and_others_lower():
+def test_multinomial_variance_exact_and_others_lower(seed):
     "Multinomial counts have Var = N W (1 - W); stratified, systematic and residual have less total variance."
     R = 4000
     exact = 10 * W10 * (1 - W10)
-    v = {name: _offspring(s, W10, R, seed=2).var(0, ddof=1) for name, s in RESAMPLING.items()}
+    v = {name: _offspring(s, W10, R, seed=seed(2)).var(0, ddof=1) for name, s in RESAMPLING.items()}
     # a sample variance of R draws has relative sd ~ sqrt(2/R) (x ~2 for non-Gaussian counts): allow 5 of those
     assert np.allclose(v["multinomial"], exact, rtol=5 * 2 * np.sqrt(2 / R))
     for name in ("stratified", "systematic", "residual"):
         assert v[name].sum() < 0.8 * exact.sum(), (name, v[name].sum(), exact.sum())
     # systematic: counts are always floor(N W) or ceil(N W); residual: at least floor(N W)
-    Os = _offspring(systematic, W10, 500, seed=3)
+    Os = _offspring(systematic, W10, 500, seed=seed(3))
     assert np.all((Os == np.floor(10 * W10)) | (Os == np.ceil(10 * W10)))
-    assert np.all(_offspring(residual, W10, 500, seed=4) >= np.floor(10 * W10))
+    assert np.all(_offspring(residual, W10, 500, seed=seed(4)) >= np.floor(10 * W10))
 
 
-def test_multinomial_no_offspring_probability():
+def test_multinomial_no_offspring_probability(seed):
     "Equal weights: P(no offspring) = (1 - 1/N)^N (about 0.37), exactly Binomial; systematic never loses one."
     N, R = 50, 2000
-    O = _offspring(multinomial, np.full(N, 1 / N), R, seed=5)
+    O = _offspring(multinomial, np.full(N, 1 / N), R, seed=seed(5))
     p = (1 - 1 / N) ** N
     lost = (O == 0).mean()
     # each replicate gives N exchangeable, nearly independent indicators; 5 binomial SEs of the pooled mean
     assert abs(lost - p) < 5 * np.sqrt(p * (1 - p) / (N * R))
-    assert np.all(_offspring(systematic, np.full(N, 1 / N), 20, seed=6) == 1)
+    assert np.all(_offspring(systematic, np.full(N, 1 / N), 20, seed=seed(6)) == 1)
 
 
-def test_systematic_counts_equal_inverse_cdf_definition():
+def test_systematic_counts_equal_inverse_cdf_definition(seed):
     "The O(N) offspring-count implementation of systematic resampling equals eq. 13.27 with u_n = (n + v)/M."
     from bayesnotes.smc import _inverse_cdf
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     for N, M in [(1, 1), (2, 5), (7, 7), (100, 100), (100, 301)]:
         for k in range(20):
             W = rng.dirichlet(np.full(N, 0.3))
@@ -115,10 +115,10 @@ def _joint_gaussian_y(ssm, T):
                                  LinearGaussianSSM(A=[[0.9, 0.2], [-0.1, 0.8]], C=[[1.0, 0.5], [0.0, 1.0]],
                                                    Q=[[0.5, 0.1], [0.1, 0.3]], R=[[0.4, 0.1], [0.1, 0.2]],
                                                    m0=[1.0, -1.0], P0=np.eye(2))])
-def test_kalman_matches_joint_gaussian(ssm):
+def test_kalman_matches_joint_gaussian(ssm, seed):
     "Kalman log-likelihood and filtering moments equal those from the joint Gaussian of (x, y)."
     T = 8
-    _, y = ssm.simulate(T, rng=0)
+    _, y = ssm.simulate(T, rng=seed(0))
     kf = ssm.kalman_filter(y)
     mx, cx, my, cy, Cbig = _joint_gaussian_y(ssm, T)
     assert np.isclose(kf.log_likelihood, stats.multivariate_normal(my, cy).logpdf(y.ravel()))
@@ -135,47 +135,52 @@ def test_kalman_matches_joint_gaussian(ssm):
 # ---------------------------------------------------------------- particle filters vs Kalman
 
 @pytest.fixture(scope="module")
-def ar1():
+def ar1(seed):
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.5, P0=1 / 0.19)
-    _, y = ssm.simulate(20, rng=7)
+    _, y = ssm.simulate(20, rng=seed(7))
     return ssm, y, ssm.kalman_filter(y)
 
 
 @pytest.mark.parametrize("make", [bootstrap_model, guided_model])
-def test_likelihood_estimate_unbiased(ar1, make):
+def test_likelihood_estimate_unbiased(ar1, make, seed):
     "exp(log Zhat - log Z) averages to one: Zhat is unbiased for both Feynman-Kac models."
     ssm, y, kf = ar1
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(seed(8))
     ratio = np.exp([smc(make(ssm, y), 200, rng).log_likelihood - kf.log_likelihood for _ in range(100)])
     se = ratio.std(ddof=1) / np.sqrt(len(ratio))     # standard error of the mean ratio, from the replicates
-    assert abs(ratio.mean() - 1) < 4 * se, (ratio.mean(), se)
+    assert abs(ratio.mean() - 1) < 4.9 * se, (ratio.mean(), se)   # CLT: 4.9 se, false alarm 1e-6
     assert ratio.std() < 2       # sanity: the estimate is not wildly heavy-tailed at this N
 
 
-def test_filtering_means_match_kalman(ar1):
+def test_filtering_means_match_kalman(ar1, seed):
     "The average over runs of the particle filtering means equals the Kalman means within Monte Carlo error."
     ssm, y, kf = ar1
-    rng = np.random.default_rng(9)
-    means = np.array([bootstrap_filter(ssm, y, 2000, rng).means[:, 0] for _ in range(20)])
-    se = means.std(0, ddof=1) / np.sqrt(len(means))  # per-step standard error from 20 independent runs
-    # 20 time steps: 5 SEs per step; the O(1/N) bias of self-normalised estimates is far below one SE here
-    assert np.all(np.abs(means.mean(0) - kf.means[:, 0]) < 5 * se)
-    # and a single run is already close: its sd across runs is below 0.1 of the posterior sd
-    assert np.all(means.std(0) < 0.1 * np.sqrt(kf.covs[:, 0, 0]))
+    rng = np.random.default_rng(seed(9))
+    R = 40
+    means = np.array([bootstrap_filter(ssm, y, 2000, rng).means[:, 0] for _ in range(R)])
+    se = means.std(0, ddof=1) / np.sqrt(R)  # per-step standard error from 40 independent runs
+    # (mean - Kalman) / se is Student t with 39 df per step (the O(1/N) bias of self-normalised estimates is far
+    # below one se here); 20 steps at 6.8 se: false alarm 20 * P(|t_39| > 6.8) < 1e-6
+    assert np.all(np.abs(means.mean(0) - kf.means[:, 0]) < 6.8 * se)
+    # and a single run is already close: the median over steps of its sd across runs is below 0.1 of the posterior
+    # sd (measured: 0.025-0.03 for a dozen data sets; the *maximum* over steps is not asserted, because one
+    # surprising observation can make it 0.7 -- a property of the data, not of the filter). Each step's sd is
+    # sigma_t * sqrt(chi2_39 / 39); exceeding 3x its value at half the steps has probability far below 1e-12.
+    assert np.median(means.std(0, ddof=1) / np.sqrt(kf.covs[:, 0, 0])) < 0.1
 
 
-def test_loglik_variance_falls_with_N(ar1):
+def test_loglik_variance_falls_with_N(ar1, seed):
     "Var(log Zhat) is roughly proportional to 1/N: 16 times more particles cut it by well over 4."
     ssm, y, kf = ar1
-    rng = np.random.default_rng(10)
+    rng = np.random.default_rng(seed(10))
     v = {N: np.var([bootstrap_filter(ssm, y, N, rng).log_likelihood for _ in range(30)], ddof=1) for N in (50, 800)}
-    # expected ratio ~16; a ratio of two 29-df sample variances falls below 1/4 of its mean with prob. < 1e-3
-    assert v[50] > 4 * v[800], v
+    # v[50] / v[800] ~ 16 F(29, 29); its 1e-6 quantile is 16 * 0.15 = 2.4, so > 2.4 is a false alarm of 1e-6
+    assert v[50] > 2.4 * v[800], v
 
 
-def test_guided_beats_bootstrap_on_informative_data():
+def test_guided_beats_bootstrap_on_informative_data(seed):
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.05, P0=1 / 0.19)
-    _, y = ssm.simulate(30, rng=11)
+    _, y = ssm.simulate(30, rng=seed(11))
     rb = smc(bootstrap_model(ssm, y), 200, 12, ess_threshold=1.0)
     rg = smc(guided_model(ssm, y), 200, 12, ess_threshold=1.0)
     assert rg.ess.mean() > 3 * rb.ess.mean()
@@ -185,9 +190,9 @@ def test_guided_beats_bootstrap_on_informative_data():
     assert sd["guided_model"] < 0.5 * sd["bootstrap_model"], sd
 
 
-def test_sis_and_history():
+def test_sis_and_history(seed):
     ssm = nonmarkov_ssm()
-    _, y = ssm.simulate(6, rng=0)
+    _, y = ssm.simulate(6, rng=seed(0))
     sis = smc(bootstrap_model(ssm, y), 5, 1, ess_threshold=0.0, store_history=True)
     assert not sis.resampled.any() and np.all(sis.ancestors == np.arange(5))
     res = smc(bootstrap_model(ssm, y), 50, 1, ess_threshold=1.0, store_history=True)
@@ -221,9 +226,9 @@ def test_reproducible(ar1):
     assert c.log_likelihood != a.log_likelihood
 
 
-def test_tracker_filter_beats_observations():
+def test_tracker_filter_beats_observations(seed):
     ssm = tracker_ssm()
-    x, y = ssm.simulate(60, rng=3)
+    x, y = ssm.simulate(60, rng=seed(3))
     res = bootstrap_filter(ssm, y, 1000, 4)
     assert np.sqrt(np.mean((res.means - x) ** 2)) < 0.7 * np.sqrt(np.mean((y - x) ** 2))
 
@@ -252,43 +257,46 @@ def _blr_problem(n=30, d=2, sigma=0.5, s0=1.0, seed=0):
     return (log_prior, log_lik, prior_sample), logZ, post_mean, np.linalg.inv(Sinv)
 
 
-def test_tempered_smc_log_evidence_linear_regression():
+def test_tempered_smc_log_evidence_linear_regression(seed):
     (lp, ll, ps), logZ, pm, pcov = _blr_problem()
-    runs = [tempered_smc(lp, ll, ps, 1000, s) for s in range(6)]
+    runs = [tempered_smc(lp, ll, ps, 1000, seed(s)) for s in range(20)]
     le = np.array([r.log_evidence for r in runs])
-    se = le.std(ddof=1) / np.sqrt(len(le))     # standard error of the mean from 6 independent runs
-    # within 4 standard errors; the downward bias of log Zhat (about Var/2 < 0.01 here) is added explicitly
-    assert abs(le.mean() - logZ) < 4 * se + le.var() / 2 + 1e-3, (le, logZ)
+    se = le.std(ddof=1) / np.sqrt(len(le))     # standard error of the mean from 20 independent runs
+    # (mean - log Z) / se is Student t with 19 df: 7.1 se is a false alarm of 1e-6; the downward bias of log Zhat
+    # (about Var/2 < 0.01 here) is added explicitly
+    assert abs(le.mean() - logZ) < 7.1 * se + le.var() / 2 + 1e-3, (le, logZ)
     assert np.all(np.abs(le - logZ) < 0.5)
-    for r in runs:
+    for r in runs[:6]:
         assert r.temperatures[0] == 0 and r.temperatures[-1] == 1 and np.all(np.diff(r.temperatures) > 0)
         assert len(r.temperatures) == r.n_steps + 1 and 0.05 < r.acceptance.mean() < 0.9
         mean = r.weights @ r.particles
-        # posterior mean of N weighted particles: SE ~ posterior sd / sqrt(ESS); allow 5 (ESS ~ N/2 after the last step)
-        assert np.all(np.abs(mean - pm) < 5 * np.sqrt(np.diag(pcov) / r.ess[-1]))
+        # posterior mean of N weighted particles: SE ~ posterior sd / sqrt(ESS) (ESS ~ N/2 after the last step);
+        # 2 coordinates x 6 runs at 6 approximate SEs (5.4 for 1e-6, widened for the ESS approximation)
+        assert np.all(np.abs(mean - pm) < 6 * np.sqrt(np.diag(pcov) / r.ess[-1]))
 
 
-def test_tempered_smc_ess_kept_at_target():
+def test_tempered_smc_ess_kept_at_target(seed):
     (lp, ll, ps), *_ = _blr_problem()
-    r = tempered_smc(lp, ll, ps, 500, 1, ess_target=0.6)
+    r = tempered_smc(lp, ll, ps, 500, seed(1), ess_target=0.6)
     # every step but the last is chosen so that ESS = 0.6 N exactly (root finding), the last one keeps ESS >= 0.6 N
     assert np.allclose(r.ess[:-1], 300, rtol=1e-6) and r.ess[-1] >= 300 * (1 - 1e-6)
 
 
-def test_tempered_smc_bimodal_both_modes():
+def test_tempered_smc_bimodal_both_modes(seed):
     lp, ll, ps = bimodal_target()
-    runs = [tempered_smc(lp, ll, ps, 1000, s, ess_target=0.95) for s in range(4)]
+    runs = [tempered_smc(lp, ll, ps, 1000, seed(s), ess_target=0.95) for s in range(20)]
     mass = np.array([r.weights[r.particles[:, 0] > 0].sum() for r in runs])
-    # by symmetry each mode has mass 1/2. With N = 1000 the binomial SE is 0.016; resample-move inflates it,
-    # so we allow 0.1 per run (about 6 binomial SEs) and 4 replicate-based SEs for the mean of the 4 runs.
+    # by symmetry each mode has mass 1/2. With N = 1000 the binomial SE is 0.016; resample-move inflates it: we allow
+    # 0.1 per run (about 6 binomial SEs, 20 runs) and, for the mean of the 20 runs, 7.1 replicate-based SEs (t_19:
+    # false alarm 1e-6)
     assert np.all(np.abs(mass - 0.5) < 0.1), mass
-    assert abs(mass.mean() - 0.5) < max(4 * mass.std(ddof=1) / 2, 0.02)
+    assert abs(mass.mean() - 0.5) < 7.1 * mass.std(ddof=1) / np.sqrt(len(mass))
     assert all(5 <= r.n_steps <= 12 for r in runs)       # the source's "8 steps"
 
 
-def test_ibis_gaussian_known_variance():
+def test_ibis_gaussian_known_variance(seed):
     "IBIS on y ~ N(mu, 1) with a N(0, 1) prior: exact posterior and evidence in closed form."
-    rng = np.random.default_rng(20)
+    rng = np.random.default_rng(seed(20))
     y = 2.0 + rng.standard_normal(25)
     log_prior = lambda th: stats.norm.logpdf(th[:, 0])
     log_lik = lambda th, yb: stats.norm.logpdf(np.asarray(yb).reshape(1, -1), th[:, :1], 1.0).sum(1)
@@ -296,40 +304,42 @@ def test_ibis_gaussian_known_variance():
     n = len(y)
     logZ = stats.multivariate_normal(np.zeros(n), np.eye(n) + np.ones((n, n))).logpdf(y)
     post_mean, post_var = y.sum() / (n + 1), 1 / (n + 1)
-    runs = [ibis(log_prior, log_lik, prior_sample, y, 1000, s) for s in range(5)]
+    runs = [ibis(log_prior, log_lik, prior_sample, y, 1000, seed(s)) for s in range(20)]
     le = np.array([r.log_evidence for r in runs])
-    se = le.std(ddof=1) / np.sqrt(len(le))          # replicate-based standard error
-    assert abs(le.mean() - logZ) < 4 * se + le.var() / 2 + 1e-3, (le, logZ)
-    for r in runs:
+    se = le.std(ddof=1) / np.sqrt(len(le))          # replicate-based standard error: Student t with 19 df
+    assert abs(le.mean() - logZ) < 7.1 * se + le.var() / 2 + 1e-3, (le, logZ)   # t_19 at 7.1: false alarm 1e-6
+    for r in runs[:5]:
         assert len(r.move_steps) >= 1 and np.all(np.diff(r.move_steps) > 0)
-        assert abs(r.means[-1, 0] - post_mean) < 5 * np.sqrt(post_var / r.ess[-1])
+        # 5 runs at 5.5 approximate SEs (ESS-based): 5.2 for 1e-6, widened for the ESS approximation
+        assert abs(r.means[-1, 0] - post_mean) < 5.5 * np.sqrt(post_var / r.ess[-1])
         assert abs(r.variances[-1, 0] / post_var - 1) < 0.25   # variance of 1000 weighted draws: rel. SE ~ 0.06
 
 
 # ---------------------------------------------------------------- PMMH
 
-def test_pmmh_matches_exact_posterior():
+def test_pmmh_matches_exact_posterior(seed):
     "PMMH on a short series: posterior mean of rho equals the exact (Kalman, grid) one within 4 MCSE."
-    y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=12, seed=5)
-    res = pmmh(make_model, log_prior, x0=[[0.0], [0.6]], N=40, rng=1, step_size=0.5, n_warmup=30, n_draws=250)
+    y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=12, seed=seed(5))
+    res = pmmh(make_model, log_prior, x0=[[0.0], [0.6]], N=40, rng=seed(1), step_size=0.5, n_warmup=30, n_draws=250)
     assert res.draws.shape == (2, 250, 1)
     grid = np.linspace(-0.995, 0.995, 399)
     ll = np.array([ssm_of(r).kalman_filter(y).log_likelihood for r in grid])
     post = np.exp(ll - ll.max()); post /= np.trapezoid(post, grid)
     exact = np.trapezoid(grid * post, grid)
     s = summary(res.draws, names=["rho"])
-    # MCSE from the diagnostics chapter (autocorrelation-aware); R-hat < 1.1 says the chains agree
-    assert s.rhat[0] < 1.1 and abs(s.mean[0] - exact) < 4 * s.mcse_mean[0], (s.mean[0], exact, s.mcse_mean[0])
+    # MCSE from the diagnostics chapter (autocorrelation-aware); R-hat < 1.1 says the chains agree. 5.5 MCSE: 4.9
+    # for a false alarm of 1e-6, widened for the error of an MCSE estimated from 2 short chains
+    assert s.rhat[0] < 1.1 and abs(s.mean[0] - exact) < 5.5 * s.mcse_mean[0], (s.mean[0], exact, s.mcse_mean[0])
 
 
-def test_pmmh_keeps_the_current_estimate():
+def test_pmmh_keeps_the_current_estimate(seed):
     "The pseudo-marginal rule: only proposals run a particle filter, the current state's estimate is reused."
     y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=5)
     calls = []
     def counting(theta):
         calls.append(float(theta[0])); return make_model(theta)
     n = 40
-    res = pmmh(counting, log_prior, x0=[0.0], N=20, rng=0, n_chains=1, step_size=0.05, n_warmup=0, n_draws=n)
+    res = pmmh(counting, log_prior, x0=[0.0], N=20, rng=seed(0), n_chains=1, step_size=0.05, n_warmup=0, n_draws=n)
     assert np.all(np.abs(res.draws) < 0.9)   # small steps from 0: every proposal stays inside the prior support
     # one evaluation per proposal plus one or two at x0 (the kernel's init, and possibly a start-up check of the
     # driver); re-estimating the current state at every iteration as well would give about 2n calls
@@ -344,14 +354,14 @@ def test_pmmh_keeps_the_current_estimate():
         t.grad(np.array([0.5]))
 
 
-def test_pmmh_bad_inputs():
+def test_pmmh_bad_inputs(seed):
     y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=5)
     with pytest.raises(ValueError, match="x0"):
-        pmmh(make_model, log_prior, x0=np.zeros((2, 2, 1)), N=10, rng=0)
+        pmmh(make_model, log_prior, x0=np.zeros((2, 2, 1)), N=10, rng=seed(0))
     with pytest.raises(ValueError, match="callable"):
-        pmmh(None, log_prior, x0=[0.0], N=10, rng=0)
+        pmmh(None, log_prior, x0=[0.0], N=10, rng=seed(0))
     with pytest.raises(ValueError, match="N"):
-        pmmh(make_model, log_prior, x0=[0.0], N=0, rng=0)
+        pmmh(make_model, log_prior, x0=[0.0], N=0, rng=seed(0))
 
 
 # ---------------------------------------------------------------- errors and validation

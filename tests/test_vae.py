@@ -17,13 +17,13 @@ def data():
 
 
 @pytest.fixture(scope="module")
-def small_vae(data):
+def small_vae(data, seed):
     "A 2-d VAE trained for 20 epochs (about 1 s of CPU)."
-    return VAE(2, (64,)).fit(data.X_train, epochs=20, rng=1, X_val=data.X_test)
+    return VAE(2, (64,)).fit(data.X_train, epochs=20, rng=seed(1), X_val=data.X_test)
 
 
-def test_log_densities_match_scipy():
-    rng = np.random.default_rng(0)
+def test_log_densities_match_scipy(seed):
+    rng = np.random.default_rng(seed(0))
     x = (rng.random((5, 7)) < 0.4).astype(float)
     lg = rng.normal(scale=5, size=(5, 7)); lg[0, 0], lg[1, 1] = 60., -60.     # saturated logits stay finite
     ref = stats.bernoulli(special.expit(lg)).logpmf(x).sum(-1)
@@ -37,9 +37,9 @@ def test_log_densities_match_scipy():
     assert np.isclose(log_normal_diag(z, mu, ls), stats.norm(mu, np.exp(ls)).logpdf(z).sum())
 
 
-def test_elbo_gradient_matches_finite_differences():
+def test_elbo_gradient_matches_finite_differences(seed):
     "Gradient of the reparameterised ELBO estimate (fixed noise) w.r.t. all weights vs central differences."
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed(3))
     X = (rng.random((6, 5)) < 0.5).astype(float)
     v = VAE(2, (4,), activation="tanh")
     v._init(5, rng, X.mean(0))
@@ -56,67 +56,77 @@ def test_elbo_gradient_matches_finite_differences():
     assert np.allclose(g, fd, atol=1e-6, rtol=1e-5)
 
 
-def test_rate_plus_distortion_is_minus_elbo(small_vae, data):
-    r, d = small_vae.rate_distortion(data.X_test, 3, rng=5)
-    assert np.isclose(-(r + d), small_vae.elbo(data.X_test, 3, rng=5))
+def test_rate_plus_distortion_is_minus_elbo(small_vae, data, seed):
+    r, d = small_vae.rate_distortion(data.X_test, 3, rng=seed(5))
+    assert np.isclose(-(r + d), small_vae.elbo(data.X_test, 3, rng=seed(5)))
 
 
-def test_training_improves_test_elbo(data):
+def test_training_improves_test_elbo(data, seed):
     v = VAE(2, (64,))
-    v.fit(data.X_train, epochs=1, rng=2)
-    before = v.elbo(data.X_test, n_samples=10, rng=0)
-    v.fit(data.X_train, epochs=15, rng=3)          # fit continues from the current weights
-    after = v.elbo(data.X_test, n_samples=10, rng=0)
+    v.fit(data.X_train, epochs=1, rng=seed(2))
+    before = v.elbo(data.X_test, n_samples=10, rng=seed(0))
+    v.fit(data.X_train, epochs=15, rng=seed(3))          # fit continues from the current weights
+    after = v.elbo(data.X_test, n_samples=10, rng=seed(0))
     # MC error of each average (359 images x 10 draws) is below 0.1 nats; the improvement is several nats
     assert after > before + 2
     h = trained_vae(2).history                      # the book's model: recorded test ELBO rises
     assert h["test_elbo"][-5:].mean() > h["test_elbo"][:2].mean() + 2
 
 
-def test_iwae_bounds_increase_with_k_and_exceed_elbo(small_vae, data):
+def test_iwae_bounds_increase_with_k_and_exceed_elbo(small_vae, data, seed):
     X = data.X_test
     # 1000 log weights per image; the K-sample bound is estimated by averaging over the 1000 / K disjoint groups,
     # so that all K share the same draws and the paired differences have small Monte Carlo error
-    lw = small_vae.log_weights(X, 1000, rng=7)
+    lw = small_vae.log_weights(X, 1000, rng=seed(7))
     L = {K: np.mean(special.logsumexp(lw.reshape(1000 // K, K, -1), axis=1) - np.log(K), axis=0)
          for K in (1, 10, 100, 1000)}
     for a, b in [(1, 10), (10, 100), (100, 1000)]:
         diff = L[b] - L[a]                     # per image
         se = diff.std(ddof=1) / np.sqrt(len(diff))
-        assert diff.mean() > 4 * se, (a, b, diff.mean(), se)
+        # E[L_b] >= E[L_a]: the mean paired difference may not be significantly negative (one-sided 4.9 se, false
+        # alarm 1e-6 per pair); that it is clearly positive is checked on the widest pair below
+        assert diff.mean() > -4.9 * se, (a, b, diff.mean(), se)
+    wide = L[1000] - L[1]
+    assert wide.mean() > 10 * wide.std(ddof=1) / np.sqrt(len(wide))      # measured: about 30 se
     # K = 1 is an unbiased estimate of the ELBO: it agrees with the closed-form-KL estimator within MC error
-    el = np.array([small_vae.elbo(X[i:i + 1], 200, rng=i) for i in range(60)])
+    el = np.array([small_vae.elbo(X[i:i + 1], 200, rng=seed(1000 + i)) for i in range(60)])
     diff = L[1][:60] - el
-    assert abs(diff.mean()) < 4 * diff.std(ddof=1) / np.sqrt(len(diff))
-    m, se = iwae_curve(small_vae, X[:100], (1, 20), rng=0)
+    assert abs(diff.mean()) < 4.9 * diff.std(ddof=1) / np.sqrt(len(diff))   # CLT: false alarm 1e-6
+    m, se = iwae_curve(small_vae, X[:100], (1, 20), rng=seed(0))
     assert m[1] > m[0] and np.all(se > 0)
 
 
-def test_iwae_converges_to_exact_log_likelihood():
+def test_iwae_converges_to_exact_log_likelihood(seed):
     "With a 1-d latent space log p(x) = log int p(x|z) N(z) dz is computed by quadrature: an exact reference."
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(seed(11))
     X = (rng.random((40, 6)) < 0.3).astype(float)
-    v = VAE(1, (8,), activation="tanh").fit(X, epochs=30, batch_size=20, lr=1e-2, rng=4)
+    v = VAE(1, (8,), activation="tanh").fit(X, epochs=30, batch_size=20, lr=1e-2, rng=seed(4))
     z = np.linspace(-9, 9, 4001)
     logpxz = log_bernoulli(X[None], v._logits(v.params, z[:, None])[:, None, :])       # (Z, n)
     logpx = special.logsumexp(logpxz + stats.norm.logpdf(z)[:, None], axis=0) + np.log(z[1] - z[0])
-    per_1 = v.iwae_per_image(X, 1, rng)
+    # K = 1: the ELBO of each image, averaged over 200 independent draws (one draw is far too noisy to compare)
+    per_1 = np.mean([v.iwae_per_image(X, 1, rng) for _ in range(200)], axis=0)
     per_big = v.iwae_per_image(X, 2000, rng)
-    # every bound estimate is below log p(x) on average: the gap of K = 1 is KL(q || posterior) >= 0
+    # every bound is below log p(x) on average: the gap of K = 1 is KL(q || posterior) >= 0. One-sided, 4.9 standard
+    # errors over the 40 images: false alarm < 1e-6
     gap1 = logpx - per_1
-    assert gap1.mean() > -4 * gap1.std(ddof=1) / np.sqrt(len(gap1))
-    # with K = 2000 the bound is within a few hundredths of a nat of the exact value
-    assert np.all(per_big <= logpx + 0.05)
+    assert gap1.mean() > -4.9 * gap1.std(ddof=1) / np.sqrt(len(gap1))
+    # with K = 2000 the bound is within a few hundredths of a nat of the exact value on average (measured over 10
+    # seeds: mean |error| 0.003-0.008 nats). The per-image maximum is not asserted: importance weights are
+    # heavy-tailed, and one image's log-mean-weight can overshoot log p(x) by 0.1 nats (seen at 1 seed in 10).
     assert np.abs(per_big - logpx).mean() < 0.05
-    assert (logpx - per_big).mean() < gap1.mean()
+    # E[L_1] <= E[L_K] (the IWAE bound increases with K): the paired difference over the 40 images may not be
+    # significantly negative, one-sided 4.9 se (false alarm < 1e-6); measured gap1 - gapK = 0.016-0.047 nats
+    diff = per_big - per_1
+    assert diff.mean() > -4.9 * diff.std(ddof=1) / np.sqrt(len(diff))
 
 
-def test_samples_shape_and_range(small_vae):
-    s = small_vae.sample(50, rng=0)
+def test_samples_shape_and_range(small_vae, seed):
+    s = small_vae.sample(50, rng=seed(0))
     assert s.shape == (50, 64) and s.min() >= 0 and s.max() <= 1
-    b = small_vae.sample(50, rng=0, binary=True)
+    b = small_vae.sample(50, rng=seed(0), binary=True)
     assert b.shape == (50, 64) and set(np.unique(b)) <= {0., 1.}
-    assert np.array_equal(small_vae.sample(3, rng=4), small_vae.sample(3, rng=4))   # seeded
+    assert np.array_equal(small_vae.sample(3, rng=seed(4)), small_vae.sample(3, rng=seed(4)))   # seeded
     r = small_vae.reconstruct(np.zeros((2, 64)))
     assert r.shape == (2, 64) and np.all((r >= 0) & (r <= 1))
     mu, sig = small_vae.encode(np.ones((3, 64)))
@@ -130,17 +140,17 @@ def test_decode_latent_returns_figure():
     assert isinstance(decode_latent(1.0, -0.5), Figure)
 
 
-def test_bad_input_raises(small_vae, data):
+def test_bad_input_raises(small_vae, data, seed):
     with pytest.raises(ValueError, match="latent_dim"): VAE(0)
     with pytest.raises(ValueError, match="hidden"): VAE(2, (0,))
-    with pytest.raises(ValueError, match="not trained"): VAE(2).sample(3, rng=0)
+    with pytest.raises(ValueError, match="not trained"): VAE(2).sample(3, rng=seed(0))
     with pytest.raises(ValueError, match="rng"): VAE(2).fit(data.X_train)
-    with pytest.raises(ValueError, match="epochs"): VAE(2).fit(data.X_train, epochs=0, rng=0)
-    with pytest.raises(ValueError, match="beta"): VAE(2).fit(data.X_train, beta=-1., rng=0)
-    with pytest.raises(ValueError, match="lr"): VAE(2).fit(data.X_train, lr=0., rng=0)
-    with pytest.raises(ValueError, match="X must lie"): VAE(2).fit(data.X_train * 2, rng=0)
-    with pytest.raises(ValueError, match="X must be finite"): VAE(2).fit(np.full((3, 64), np.nan), rng=0)
-    with pytest.raises(ValueError, match="64 columns"): small_vae.elbo(np.zeros((2, 10)), rng=0)
-    with pytest.raises(ValueError, match="K"): small_vae.iwae(data.X_test, K=0, rng=0)
+    with pytest.raises(ValueError, match="epochs"): VAE(2).fit(data.X_train, epochs=0, rng=seed(0))
+    with pytest.raises(ValueError, match="beta"): VAE(2).fit(data.X_train, beta=-1., rng=seed(0))
+    with pytest.raises(ValueError, match="lr"): VAE(2).fit(data.X_train, lr=0., rng=seed(0))
+    with pytest.raises(ValueError, match="X must lie"): VAE(2).fit(data.X_train * 2, rng=seed(0))
+    with pytest.raises(ValueError, match="X must be finite"): VAE(2).fit(np.full((3, 64), np.nan), rng=seed(0))
+    with pytest.raises(ValueError, match="64 columns"): small_vae.elbo(np.zeros((2, 10)), rng=seed(0))
+    with pytest.raises(ValueError, match="K"): small_vae.iwae(data.X_test, K=0, rng=seed(0))
     with pytest.raises(ValueError, match="Z must have shape"): small_vae.decode(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="test_fraction"): digits_data(test_fraction=1.5)

@@ -57,20 +57,22 @@ def exact_gaussian_elbo(q, m_star, S_star):
 
 # ---------------------------------------------------------------- families
 @pytest.mark.parametrize("family", [MeanFieldGaussian, FullRankGaussian])
-def test_family_sampling_matches_moments_and_is_reproducible(family):
+def test_family_sampling_matches_moments_and_is_reproducible(family, seed):
     m = np.array([1.0, -2.0, 0.5])
     S = np.array([[1.0, 0.3, 0.0], [0.3, 2.0, -0.4], [0.0, -0.4, 0.5]])
     if family is MeanFieldGaussian:
         S = np.diag(np.diag(S))
     q = family.from_moments(m, S)
-    Z = q.sample(0, 20000)
+    Z = q.sample(seed(0), 20000)
     assert Z.shape == (20000, 3)
-    assert np.array_equal(Z, q.sample(np.random.default_rng(0), 20000))          # same seed, same draws
-    # sample mean within 4 standard errors sqrt(S_jj / n)
-    assert np.all(np.abs(Z.mean(0) - m) < 4 * np.sqrt(np.diag(S) / 20000))
-    # sample covariance: se of a covariance entry ~ sqrt((S_ii S_jj + S_ij^2) / n)
+    assert np.array_equal(Z, q.sample(np.random.default_rng(seed(0)), 20000))          # same seed, same draws
+    # sample mean ~ N(m_j, S_jj / n) exactly: 5.1 standard errors, false alarm 2(1 - Phi(5.1)) * 3 = 1e-6
+    assert np.all(np.abs(Z.mean(0) - m) < 5.1 * np.sqrt(np.diag(S) / 20000))
+    # sample covariance entry: asymptotically normal with se sqrt((S_ii S_jj + S_ij^2) / n) (Wishart);
+    # 5.3 se over the 6 distinct entries: false alarm <= 6 * 1.2e-7 < 1e-6 (n = 20000: the normal limit is exact to
+    # a few per cent in the tails that matter here)
     se = np.sqrt((np.outer(np.diag(S), np.diag(S)) + S**2) / 20000)
-    assert np.all(np.abs(np.cov(Z.T) - S) < 5 * se)
+    assert np.all(np.abs(np.cov(Z.T) - S) < 5.3 * se)
     assert np.allclose(q.log_prob(Z[:5]), stats.multivariate_normal(m, S).logpdf(Z[:5]))
     assert np.isclose(q.entropy(), stats.multivariate_normal(m, S).entropy())
 
@@ -93,50 +95,50 @@ def test_family_bad_input():
 
 
 # ---------------------------------------------------------------- ELBO
-def test_elbo_below_log_evidence_with_equality_at_posterior():
+def test_elbo_below_log_evidence_with_equality_at_posterior(seed):
     t, mN, vN, logZ = gaussian_mean_model()
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed(1))
     for m, s2 in [(mN, 0.3 * vN), (mN + 2 * np.sqrt(vN), vN), (mN - 0.5, 3 * vN), (mN, vN)]:
         q = MeanFieldGaussian.from_moments([m], s2)
         exact = logZ - kl_gauss(m, s2, mN, vN)                                     # reading (i): log Z - KL
         est = elbo(t, q, 5000, rng)
-        assert abs(est.value - exact) < 4 * est.stderr + 1e-12                     # unbiased within MC error
+        assert abs(est.value - exact) < 5.3 * est.stderr + 1e-12                     # unbiased within MC error; false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
         assert exact <= logZ + 1e-12
     est = elbo(t, MeanFieldGaussian.from_moments([mN], vN), 50, rng)               # q = exact posterior
     assert np.isclose(est.value, logZ, atol=1e-10) and est.stderr < 1e-10
 
 
-def test_elbo_normal_gamma_vb_below_exact_evidence():
-    x = np.random.default_rng(4).normal(-1.0, 2.0, size=25)
+def test_elbo_normal_gamma_vb_below_exact_evidence(seed):
+    x = np.random.default_rng(seed(4)).normal(-1.0, 2.0, size=25)
     vb = vb_normal_gamma(x, 0.5, 2.0, 3.0, 2.0, n_iter=30)
     logZ = normal_gamma_log_evidence(x, 0.5, 2.0, 3.0, 2.0)
     assert vb.elbo[-1] < logZ
     # the closed-form bound agrees with a Monte Carlo ELBO of the same q (tolerance 4 standard errors)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     mu = rng.normal(vb.mu_N, 1 / np.sqrt(vb.kappa_N), 40000)
     tau = rng.gamma(vb.a_N, 1 / vb.b_N, 40000)
     logp = np.asarray(normal_gamma_log_joint(x, 0.5, 2.0, 3.0, 2.0).value_and_grad_batch(np.c_[mu, tau])[0])
     ell = logp - vb.logpdf(mu, tau)
-    assert abs(ell.mean() - vb.elbo[-1]) < 4 * ell.std() / np.sqrt(ell.size)
+    assert abs(ell.mean() - vb.elbo[-1]) < 4.9 * ell.std() / np.sqrt(ell.size)   # CLT: 4.9 se, false alarm 1e-6
 
 
-def test_elbo_bad_input():
+def test_elbo_bad_input(seed):
     t, mN, vN, _ = gaussian_mean_model()
     q = MeanFieldGaussian.from_moments([mN], vN)
     with pytest.raises(ValueError, match="n_samples"):
-        elbo(t, q, n_samples=0, rng=0)
+        elbo(t, q, n_samples=0, rng=seed(0))
     with pytest.raises(ValueError, match="dimension"):
-        elbo(t, FullRankGaussian(3), rng=0)
+        elbo(t, FullRankGaussian(3), rng=seed(0))
     with pytest.raises(ValueError, match="not finite"), np.errstate(all="ignore"):
-        elbo(lambda z: anp.log(z[0] - 100.0), q, rng=0)                            # -inf/NaN everywhere
+        elbo(lambda z: anp.log(z[0] - 100.0), q, rng=seed(0))                            # -inf/NaN everywhere
     with pytest.raises(ValueError, match="q must be a variational family"):
-        elbo(t, object(), rng=0)
+        elbo(t, object(), rng=seed(0))
 
 
 # ---------------------------------------------------------------- CAVI: Normal-Gamma
-@pytest.mark.parametrize("seed,prior", [(0, (0.0, 1.0, 1.0, 1.0)), (1, (2.0, 0.1, 5.0, 0.5)), (2, (-1.0, 10.0, 0.5, 3.0))])
-def test_vb_normal_gamma(seed, prior):
-    x = np.random.default_rng(seed).normal(1.0, 1.5, size=8 + 7 * seed)
+@pytest.mark.parametrize("case,prior", [(0, (0.0, 1.0, 1.0, 1.0)), (1, (2.0, 0.1, 5.0, 0.5)), (2, (-1.0, 10.0, 0.5, 3.0))])
+def test_vb_normal_gamma(case, prior, seed):
+    x = np.random.default_rng(seed(case)).normal(1.0, 1.5, size=8 + 7 * case)
     vb = vb_normal_gamma(x, *prior, n_iter=25, init=(5.0, 0.1, 2.0, 7.0))
     post = normal_gamma_posterior(x, *prior)
     assert post == normal_gamma_update(x, *prior)
@@ -167,19 +169,19 @@ def test_vb_normal_gamma_bad_input():
 # ---------------------------------------------------------------- CAVI: Ising
 @pytest.mark.parametrize("schedule,damping", [("checkerboard", 0.0), ("checkerboard", 0.5), ("checkerboard", 0.9),
                                               ("parallel", 0.5)])
-def test_cavi_ising_monotone(schedule, damping):
+def test_cavi_ising_monotone(schedule, damping, seed):
     img = ising_test_image(40)
-    for seed in range(3):
-        y = img + 2.0 * np.random.default_rng(seed).standard_normal(img.shape)
+    for k in range(3):
+        y = img + 2.0 * np.random.default_rng(seed(k)).standard_normal(img.shape)
         res = cavi_ising(y, J=1.0, sigma=2.0, n_iter=20, damping=damping, schedule=schedule)
         assert np.all(np.diff(res.elbo) >= -1e-8)
         assert res.snapshots.shape == (21, 40, 40) and np.all(np.abs(res.mean) <= 1)
         assert np.mean(np.sign(res.mean) == img) > 0.85          # thresholding the noisy image gets ~0.69
 
 
-def test_cavi_ising_fixed_point_and_bound():
+def test_cavi_ising_fixed_point_and_bound(seed):
     img = ising_test_image(24)
-    y = img + 1.5 * np.random.default_rng(0).standard_normal(img.shape)
+    y = img + 1.5 * np.random.default_rng(seed(0)).standard_normal(img.shape)
     res = cavi_ising(y, J=0.7, sigma=1.5, n_iter=200, damping=0.0, schedule="checkerboard")
     mu = res.mean
     nb = np.zeros_like(mu)
@@ -202,10 +204,10 @@ def test_cavi_ising_bad_input():
 
 
 # ---------------------------------------------------------------- VBEM
-def test_vbem_faithful_prunes_to_two_components_monotone():
+def test_vbem_faithful_prunes_to_two_components_monotone(seed):
     X = faithful_std()
-    for seed in range(4):
-        g = cavi_gmm(X, K=6, alpha0=1e-3, m0=np.zeros(2), W0=np.eye(2), nu0=2, rng=seed)
+    for k in range(4):
+        g = cavi_gmm(X, K=6, alpha0=1e-3, m0=np.zeros(2), W0=np.eye(2), nu0=2, rng=seed(k))
         assert np.all(np.diff(g.elbo) >= -1e-8)
         assert np.sum(g.weights > 0.01 / 6) == 2
         big = np.sort(g.weights)[-2:]
@@ -236,108 +238,119 @@ def mc_gmm_elbo(X, r, alpha, means, beta, nu, W, prior, S, rng):
     return total
 
 
-def test_vbem_elbo_formula_matches_monte_carlo():
+def test_vbem_elbo_formula_matches_monte_carlo(seed):
     "The closed-form VBEM bound equals a Monte Carlo average over q(pi, mu, Lambda) of the log-ratio."
     X = faithful_std()
     prior = (1.0, 1.0, np.zeros(2), np.eye(2), 2.0)                # alpha0, beta0, m0, W0, nu0
     kw = dict(K=3, alpha0=prior[0], beta0=prior[1], m0=prior[2], W0=prior[3], nu0=prior[4])
-    r = cavi_gmm(X, n_iter=5, rng=0, **kw).resp
+    r = cavi_gmm(X, n_iter=5, rng=seed(0), **kw).resp
     g = cavi_gmm(X, n_iter=1, resp=r, **kw)                        # g.elbo[0]: bound at (r, q(theta) = M-step(r))
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     tot = mc_gmm_elbo(X, r, g.alpha, g.means, g.beta, g.nu, g.W, prior, 2000, rng)
     # q(theta) = M-step(r) is proportional to exp E_r[log p(X, Z, theta)], so the integrand is the same constant
     # (the log normaliser) for every draw: the closed form must match it to rounding error, not just within MC error
     assert tot.std() < 1e-8 and abs(tot.mean() - g.elbo[0]) < 1e-9 * abs(g.elbo[0])
     # a q(theta) that is not optimal for r has a lower ELBO (4 Monte Carlo standard errors below)
     tot2 = mc_gmm_elbo(X, r, g.alpha + 2, g.means + 0.05, 2 * g.beta, g.nu + 3, g.W, prior, 2000, rng)
-    assert tot2.mean() + 4 * tot2.std() / np.sqrt(tot2.size) < g.elbo[0]
+    assert tot2.mean() + 4.9 * tot2.std() / np.sqrt(tot2.size) < g.elbo[0]   # CLT: 4.9 se, false alarm 1e-6
 
 
-def test_vbem_bad_input():
+def test_vbem_bad_input(seed):
     X = faithful_std()
     with pytest.raises(ValueError, match="alpha0"):
-        cavi_gmm(X, alpha0=-1.0, rng=0)
+        cavi_gmm(X, alpha0=-1.0, rng=seed(0))
     with pytest.raises(ValueError, match="K"):
-        cavi_gmm(X, K=0, rng=0)
+        cavi_gmm(X, K=0, rng=seed(0))
     with pytest.raises(ValueError, match="W0"):
-        cavi_gmm(X, W0=-np.eye(2), rng=0)
+        cavi_gmm(X, W0=-np.eye(2), rng=seed(0))
     with pytest.raises(ValueError, match="resp"):
         cavi_gmm(X, K=2, resp=np.ones((len(X), 2)))
     with pytest.raises(ValueError, match="X"):
-        cavi_gmm(np.vstack([X, [np.nan, 0.0]]), rng=0)
+        cavi_gmm(np.vstack([X, [np.nan, 0.0]]), rng=seed(0))
 
 
 # ---------------------------------------------------------------- gradient estimators
 @pytest.mark.parametrize("family", [MeanFieldGaussian, FullRankGaussian])
-def test_gradient_estimators_unbiased_and_reparam_lower_variance(family):
+def test_gradient_estimators_unbiased_and_reparam_lower_variance(family, seed):
     t = correlated_gaussian(0.7, (1.0, 1.5))
     q = family.from_moments([0.8, -0.5], np.diag([0.4, 3.0]) if family is MeanFieldGaussian else [[0.4, 0.2], [0.2, 3.0]])
     true = autograd.grad(exact_gaussian_elbo(q, np.zeros(2), t.cov))(q.params)
-    sf = score_function_grad(t, q, 20000, rng=0)
-    sf0 = score_function_grad(t, q, 20000, rng=1, baseline=False)
-    rp = reparam_grad(t, q, 20000, rng=2)
+    sf = score_function_grad(t, q, 20000, rng=seed(0))
+    sf0 = score_function_grad(t, q, 20000, rng=seed(1), baseline=False)
+    rp = reparam_grad(t, q, 20000, rng=seed(2))
     for est in (sf, sf0, rp):
         # |error| < 4.5 standard errors for every component (P = 4 or 5 components: family-wise ~3e-5)
         assert np.all(np.abs(est.grad - true) < 4.5 * est.stderr + 1e-12)
     assert np.all(rp.stderr < sf.stderr)
 
 
-def test_reparam_grad_zero_at_optimum_for_exact_family():
+def test_reparam_grad_zero_at_optimum_for_exact_family(seed):
     t = correlated_gaussian(0.5, (1.0, 2.0))
     q = FullRankGaussian.from_moments(np.zeros(2), t.cov)
-    est = reparam_grad(t, q, 5000, rng=0)
+    est = reparam_grad(t, q, 5000, rng=seed(0))
     assert np.all(np.abs(est.grad) < 4.5 * est.stderr + 1e-12)
 
 
-def test_gradient_estimators_bad_input():
+def test_gradient_estimators_bad_input(seed):
     t = correlated_gaussian(0.5)
     with pytest.raises(ValueError, match="n_samples"):
-        score_function_grad(t, MeanFieldGaussian(2), n_samples=2, rng=0)       # baseline needs >= 4
+        score_function_grad(t, MeanFieldGaussian(2), n_samples=2, rng=seed(0))       # baseline needs >= 4
     with pytest.raises(ValueError, match="not finite"), np.errstate(all="ignore"):
-        reparam_grad(lambda z: anp.sqrt(z[0] - 50.0), MeanFieldGaussian(1), rng=0)
+        reparam_grad(lambda z: anp.sqrt(z[0] - 50.0), MeanFieldGaussian(1), rng=seed(0))
 
 
 # ---------------------------------------------------------------- ADVI, SVI, transforms
-def test_fullrank_advi_recovers_correlated_gaussian():
+def test_fullrank_advi_recovers_correlated_gaussian(seed):
     t = correlated_gaussian(0.9, (1.0, 2.0))
-    res = advi(t, family="fullrank", n_iter=1500, lr=lambda s: 0.05 / (1 + s / 200) ** 0.7, rng=0)
-    # tolerance: decaying-step Adam iterates fluctuate by a few hundredths at the end (measured sd ~0.02-0.05)
+    res = advi(t, family="fullrank", n_iter=1500, lr=lambda s: 0.05 / (1 + s / 200) ** 0.7, rng=seed(0), average=0.5)
+    # tolerance: the last decaying-step Adam iterate fluctuates by 0.02-0.05 and missed 0.1 at 2 seeds in 20; the Polyak
+    # average of the last half of the iterates fluctuates several times less
     assert np.allclose(res.q.mean, 0.0, atol=0.1)
     assert np.allclose(res.q.cov, t.cov, rtol=0.1, atol=0.1)
     assert res.elbo.shape == (1500,)
-    again = advi(t, family="fullrank", n_iter=50, rng=5)
-    assert np.array_equal(again.q.params, advi(t, family="fullrank", n_iter=50, rng=5).q.params)   # reproducible
+    again = advi(t, family="fullrank", n_iter=50, rng=seed(5))
+    assert np.array_equal(again.q.params, advi(t, family="fullrank", n_iter=50, rng=seed(5)).q.params)   # reproducible
 
 
-def test_meanfield_advi_matches_conditional_precisions_and_patience_stops():
+def test_meanfield_advi_matches_conditional_precisions_and_patience_stops(seed):
     t = correlated_gaussian(0.8, (1.0, 1.0))
-    res = advi(t, family="meanfield", n_iter=3000, lr=0.05, rng=0, patience=50, window=50)
+    res = advi(t, family="meanfield", n_iter=3000, lr=0.05, rng=seed(0), patience=50, window=50)
     assert len(res.elbo) < 3000                                              # the stopping rule fired
-    assert np.allclose(np.diag(res.q.cov), 1 / np.diag(np.linalg.inv(t.cov)), rtol=0.15)
+    # The optimum of mean-field VI for a Gaussian has the conditional precisions. The *last* iterate of constant-step
+    # Adam fluctuates around it (relative error 0.16 +- 0.07 after the stopping rule above, so it is not asserted);
+    # the Polyak average of the last 750 of 1500 iterates has a relative error of 0.02 +- 0.013 (max of the two
+    # coordinates, measured over 30 seeds): 0.15 is 10 sd away, a false alarm far below 1e-6 for this average of
+    # many iterates (CLT), while a wrong variance (e.g. the marginal one, 2.8x larger) fails it
+    avg = advi(t, family="meanfield", n_iter=1500, lr=0.05, rng=seed(1), average=0.5)
+    assert np.allclose(np.diag(avg.q.cov), 1 / np.diag(np.linalg.inv(t.cov)), rtol=0.15)
 
 
-def test_score_gradient_bbvi_moves_towards_the_optimum():
+def test_score_gradient_bbvi_moves_towards_the_optimum(seed):
     t = correlated_gaussian(0.0, (1.0, 1.0))
     q0 = MeanFieldGaussian.from_moments([2.0, -2.0], [0.5, 0.5])
-    res = advi(t, family=q0, gradient="score", n_iter=400, lr=0.05, n_samples=20, rng=0)
+    res = advi(t, family=q0, gradient="score", n_iter=400, lr=0.05, n_samples=20, rng=seed(0))
     assert np.linalg.norm(res.q.mean) < 0.5 and np.allclose(res.q.scale, 1.0, atol=0.3)
 
 
-def test_advi_with_transform_normal_gamma():
-    x = np.random.default_rng(3).normal(0.5, 1.0, size=10)
+def test_advi_with_transform_normal_gamma(seed):
+    x = np.random.default_rng(3).normal(0.5, 1.0, size=10)          # the worked example's data (fixed)
     tz = unconstrain(normal_gamma_log_joint(x), [(None, None), (0, None)])
-    res = advi(tz, family="fullrank", n_iter=800, lr=lambda s: 0.08 / (1 + s / 200) ** 0.7, rng=0)
-    draws = to_constrained(res.q.sample(1, 40000), [(None, None), (0, None)])
+    res = advi(tz, family="fullrank", n_iter=800, lr=lambda s: 0.08 / (1 + s / 200) ** 0.7, rng=seed(0),
+               average=0.5)
+    draws = to_constrained(res.q.sample(seed(1), 40000), [(None, None), (0, None)])
     post = normal_gamma_posterior(x)
-    # the Gaussian-in-(mu, log tau) family is not exact, so compare to 5% of the posterior scale
+    # the Gaussian-in-(mu, log tau) family is not exact, so compare to 5% of the posterior scale. Over 20 algorithm
+    # seeds the Polyak-averaged fit gives mean errors of -0.002 +- 0.014 posterior sd (bound: 0.12 sd, 8 spreads)
+    # and -0.004 +- 0.006 relative for E[tau] (bound 0.05, 7.7 spreads): false alarms far below 1e-6 (without
+    # averaging the last iterate's spread, 0.064 sd, made the first bound fail at about one seed in 20)
     assert abs(draws[:, 0].mean() - post.mu) < 0.05 * np.sqrt(post.var_mu) + 0.02
     assert abs(draws[:, 1].mean() - post.a / post.b) < 0.05 * post.a / post.b
     assert np.all(draws[:, 1] > 0)
 
 
-def test_transforms_roundtrip_and_jacobian():
+def test_transforms_roundtrip_and_jacobian(seed):
     b = [(None, None), (1.0, None), (None, -2.0), (0.0, 1.0)]
-    z = np.random.default_rng(0).normal(size=(50, 4)) * 3
+    z = np.random.default_rng(seed(0)).normal(size=(50, 4)) * 3
     th = to_constrained(z, b)
     assert np.allclose(to_unconstrained(th, b), z)
     # a Beta(2, 3) density on (0, 1) integrates to one on the logit scale
@@ -349,9 +362,9 @@ def test_transforms_roundtrip_and_jacobian():
         unconstrain(ut, [(1.0, 1.0)])
 
 
-def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch():
+def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch(seed):
     "E_B[N/M sum_B log p(x_n|z)] = sum_n log p(x_n|z), and SVI converges to the full-batch ADVI fit."
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     N, M = 300, 50
     X = rng.normal(size=(N, 2))
     y = (rng.random(N) < special.expit(X @ np.array([1.5, -1.0]))).astype(float)
@@ -362,11 +375,11 @@ def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch():
     z = np.array([[1.0, -0.5]])
     full = float(log_lik(z, np.arange(N))[0])
     vals = np.array([N / M * log_lik(z, rng.choice(N, M, replace=False))[0] for _ in range(3000)])
-    assert abs(vals.mean() - full) < 4 * vals.std() / np.sqrt(vals.size)
+    assert abs(vals.mean() - full) < 4.9 * vals.std() / np.sqrt(vals.size)   # CLT: 4.9 se, false alarm 1e-6
     lr = lambda s: 0.1 / (1 + s / 100) ** 0.6
-    a = advi(logistic_regression(X, y, 1.0), family="meanfield", n_iter=2000, lr=lr, rng=1, average=0.5)
-    good = svi(log_prior, log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=2, average=0.5)
-    bad = svi(lambda Z: N / M * log_prior(Z), log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=2, average=0.5)
+    a = advi(logistic_regression(X, y, 1.0), family="meanfield", n_iter=2000, lr=lr, rng=seed(1), average=0.5)
+    good = svi(log_prior, log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=seed(2), average=0.5)
+    bad = svi(lambda Z: N / M * log_prior(Z), log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=seed(2), average=0.5)
     # tolerance 0.3 posterior sd: with Polyak averaging the leftover optimisation noise measured over seeds 2-4
     # was at most 0.18 sd in the means and 4% in the sds
     assert np.all(np.abs(good.q.mean - a.q.mean) < 0.3 * a.q.scale)
@@ -374,51 +387,51 @@ def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch():
     # counting the prior N/M = 6 times shrinks the fit by ~1.6 posterior sds (noise ~0.2 sd)
     assert np.linalg.norm(bad.q.mean) < np.linalg.norm(a.q.mean) - np.max(a.q.scale)
     with pytest.raises(ValueError, match="batch_size"):
-        svi(log_prior, log_lik, N, 2, batch_size=0, rng=0)
+        svi(log_prior, log_lik, N, 2, batch_size=0, rng=seed(0))
     with pytest.raises(ValueError, match="batch_size"):
-        svi(log_prior, log_lik, N, 2, batch_size=N + 1, rng=0)
+        svi(log_prior, log_lik, N, 2, batch_size=N + 1, rng=seed(0))
     with pytest.raises(ValueError, match="n_data"):
-        svi(log_prior, log_lik, 0, 2, rng=0)
+        svi(log_prior, log_lik, 0, 2, rng=seed(0))
     with pytest.raises(ValueError, match="callables"):
-        svi(None, log_lik, N, 2, rng=0)
+        svi(None, log_lik, N, 2, rng=seed(0))
 
 
-def test_advi_bad_input():
+def test_advi_bad_input(seed):
     t = correlated_gaussian(0.5)
     with pytest.raises(ValueError, match="family"):
-        advi(t, family="lowrank", rng=0)
+        advi(t, family="lowrank", rng=seed(0))
     with pytest.raises(ValueError, match="dim"):
-        advi(lambda z: -0.5 * anp.sum(z**2), rng=0)
+        advi(lambda z: -0.5 * anp.sum(z**2), rng=seed(0))
     with pytest.raises(ValueError, match="lr"):
-        advi(t, lr=-1.0, rng=0)
+        advi(t, lr=-1.0, rng=seed(0))
     with pytest.raises(ValueError, match="family has dimension"):
-        advi(t, family=MeanFieldGaussian(3), rng=0)
+        advi(t, family=MeanFieldGaussian(3), rng=seed(0))
     with pytest.raises(ValueError, match="not finite|non-finite"), np.errstate(all="ignore"):
-        advi(lambda z: anp.log(z[0]) + anp.log(-z[0]), 1, n_iter=3, rng=0)
+        advi(lambda z: anp.log(z[0]) + anp.log(-z[0]), 1, n_iter=3, rng=seed(0))
 
 
 # ---------------------------------------------------------------- IWAE
-def test_iwae_increases_with_K_towards_log_evidence():
+def test_iwae_increases_with_K_towards_log_evidence(seed):
     t, mN, vN, logZ = gaussian_mean_model()
     q = MeanFieldGaussian.from_moments([mN + 0.5 * np.sqrt(vN)], 2.0 * vN)     # imperfect but overdispersed
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed(0))
     Ls = [iwae_bound(t, q, K, n, rng) for K, n in ((1, 40000), (4, 10000), (16, 4000), (64, 1000), (256, 300))]
     for a, b in zip(Ls, Ls[1:]):
-        assert b.value > a.value - 3 * np.hypot(a.stderr, b.stderr)
+        assert b.value > a.value - 5.2 * np.hypot(a.stderr, b.stderr)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert Ls[-1].value - Ls[0].value > 10 * np.hypot(Ls[0].stderr, Ls[-1].stderr)
-    assert all(L.value < logZ + 3 * L.stderr for L in Ls)
+    assert all(L.value < logZ + 5.2 * L.stderr for L in Ls)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert logZ - Ls[-1].value < 0.01
     exact_elbo = logZ - kl_gauss(mN + 0.5 * np.sqrt(vN), 2.0 * vN, mN, vN)
-    assert abs(Ls[0].value - exact_elbo) < 4 * Ls[0].stderr                         # K = 1 is the ELBO
+    assert abs(Ls[0].value - exact_elbo) < 4.9 * Ls[0].stderr                         # K = 1 is the ELBO; CLT: 4.9 se, false alarm 1e-6
 
 
-def test_iwae_bad_input():
+def test_iwae_bad_input(seed):
     t, mN, vN, _ = gaussian_mean_model()
     q = MeanFieldGaussian.from_moments([mN], vN)
     with pytest.raises(ValueError, match="K"):
-        iwae_bound(t, q, K=0, rng=0)
+        iwae_bound(t, q, K=0, rng=seed(0))
     with pytest.raises(ValueError, match="n"):
-        iwae_bound(t, q, K=2, n=1, rng=0)
+        iwae_bound(t, q, K=2, n=1, rng=seed(0))
 
 
 # ---------------------------------------------------------------- Laplace and predictions
@@ -479,13 +492,13 @@ def test_probit_approximation_against_quadrature():
     assert abs(abs(p - quad(5.0, 6.875)) - 0.011339) < 1e-5
 
 
-def test_logistic_predictive_monte_carlo_and_bad_input():
-    rng = np.random.default_rng(0)
+def test_logistic_predictive_monte_carlo_and_bad_input(seed):
+    rng = np.random.default_rng(seed(0))
     X = rng.normal(size=(10, 3))
     m, C = np.array([1.0, -0.5, 0.3]), np.array([[1.0, 0.2, 0.0], [0.2, 0.5, 0.1], [0.0, 0.1, 0.8]])
     pq = logistic_predictive(m, C, X, "quad")
-    pmc = logistic_predictive(m, C, X, "mc", n_samples=40000, rng=1)
-    assert np.all(np.abs(pmc - pq) < 4 * 0.5 / np.sqrt(40000))          # MC error <= 0.5 / sqrt(S)
+    pmc = logistic_predictive(m, C, X, "mc", n_samples=40000, rng=seed(1))
+    assert np.all(np.abs(pmc - pq) < 5.3 * 0.5 / np.sqrt(40000))          # MC error <= 0.5 / sqrt(S); false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert np.isclose(logistic_predictive(m, C, X[0], "quad"), pq[0])
     with pytest.raises(ValueError, match="cov"):
         logistic_predictive(m, -C, X)
@@ -591,7 +604,7 @@ def _vi_optimum_logistic(X, y, prior_scale, mean0, cov0, n_nodes=100):
     return r.x[:d], L @ L.T, -r.fun
 
 
-def test_logistic_example_vi_fit_is_converged():
+def test_logistic_example_vi_fit_is_converged(seed):
     # chapter 1's full-rank VI on the separable example (Laplace start, 1500 averaged Adam steps) against the
     # noise-free optimum. Tolerances from 10 runs with different seeds: the fitted means scattered by 0.002
     # posterior sd (max 0.005) and the sds by 0.6% (max 1.7%, mean bias -0.5% from averaging log-scales), so
@@ -602,5 +615,5 @@ def test_logistic_example_vi_fit_is_converged():
     sd = np.sqrt(np.diag(ref.cov))
     assert np.all(np.abs(vi.mean - m) / sd < 0.02)
     assert np.allclose(np.sqrt(np.diag(vi.cov) / np.diag(S)), 1, atol=0.05)
-    e = elbo(t, vi, 20000, rng=3)
-    assert e.value < ref.log_evidence and abs(e.value - lz) < 4 * e.stderr + 0.002   # 0.002: ELBO is flat at the optimum
+    e = elbo(t, vi, 20000, rng=seed(3))
+    assert e.value < ref.log_evidence and abs(e.value - lz) < 4.9 * e.stderr + 0.002   # 0.002: ELBO is flat at the optimum; CLT: 4.9 se, false alarm 1e-6

@@ -189,13 +189,13 @@ def _margin(plan, vals):
         return all(r[0] for r in res), _min_m([r[1] for r in res])
     if kind == "close":
         a, b = np.asarray(vals[plan[1]], float), np.asarray(vals[plan[2]], float)
-        rtol, atol = float(vals[plan[3]]), float(vals[plan[4]])
+        rtol, atol = np.asarray(vals[plan[3]], float), np.asarray(vals[plan[4]], float)
         if plan[5]:   # math.isclose: |a-b| <= max(rel_tol * max(|a|,|b|), abs_tol)
             tol = np.maximum(rtol * np.maximum(np.abs(a), np.abs(b)), atol)
         else:
             tol = atol + rtol * np.abs(b)
         slack = tol - np.abs(a - b)
-        ok = bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol))) if not plan[5] else bool(np.all(slack >= 0))
+        ok = bool(np.all(slack >= 0)) if plan[5] else bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
         return ok, _fmin(slack)
     raise AssertionError(kind)
 
