@@ -23,13 +23,17 @@ OLDEST_PYTHON ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/$(MIN_PY).*
 # tests/ files that need the documentation stack (nbdev, smalldocs), not only the library
 DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py
 
-.PHONY: help venv test test-slow seed-sweep nb-margins test-latest test-oldest lock site serve figures export clean readme
+.PHONY: help venv test test-slow seed-sweep nb-margins test-latest test-oldest lock site serve figures export clean readme \
+        test-browser site-weight tag-cells chromium
 
 help:
 	@echo "make test     run every test: tests/ and all notebooks (nbval), with timings"
 	@echo "make site     export the package, execute the notebooks and build the website into _docs/"
 	@echo "make serve    build the website and serve it on http://127.0.0.1:8000"
 	@echo "make figures  regenerate every chapter's figures into figures/<chapter>/ (PNG and SVG)"
+	@echo "make test-browser  build the website, then check it offline in headless Chromium (installs Debian's chromium)"
+	@echo "make site-weight   page weight of the built website (_docs/): the heaviest pages and the total"
+	@echo "make tag-cells     give the chapter notebooks their website cell options (tools/tag_cells.py; idempotent)"
 	@echo "make export   nbdev_export + nbdev_clean + README after editing notebooks"
 	@echo "make test-slow     the longer statistical checks (pytest -m slow), outside make test"
 	@echo "make seed-sweep    rerun the statistical tests with every algorithm seed shifted, 20 offsets, table"
@@ -90,6 +94,28 @@ site: $(STAMP)
 
 serve: $(STAMP)
 	$(PY) tools/build_site.py --serve
+
+# The browser test drives Debian's chromium with Playwright (never `playwright install`): installed with apt when
+# missing (as root, or with sudo); without it the tests are skipped and say why.
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+chromium:
+	@test -x $(CHROMIUM) || command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser test"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	  || echo "could not install chromium: the browser tests will be skipped"; }
+
+test-browser: $(STAMP) chromium
+	$(PY) tools/build_site.py
+	BAYESNOTES_SITE=$(shell sed -n "s/^doc_path *= *//p" settings.ini) $(PY) -m pytest -p no:xdist -m browser -v tests/test_browser.py
+
+site-weight: $(STAMP)
+	$(PY) tools/site_weight.py $(shell sed -n "s/^doc_path *= *//p" settings.ini)
+
+tag-cells: $(STAMP)
+	$(PY) tools/tag_cells.py
+	$(VENV)/bin/nbdev_clean
 
 figures: $(STAMP)
 	$(PY) tools/make_figures.py

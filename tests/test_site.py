@@ -5,6 +5,7 @@ fast notebooks (the full notebooks are executed by nbval in the notebook tests);
 gets a page. Nothing is written to the repository: output and staging go to pytest's tmp dirs, and the build
 does not re-export the package (tests/test_nbdev_sync.py checks that the package is in sync).
 """
+import copy
 import json
 import posixpath
 import re
@@ -169,6 +170,8 @@ def test_chapter_links_use_nbdev_page_names(site):
     "A markdown link to a notebook (e.g. `04_mcmc.ipynb`) must point at nbdev's page name (`mcmc.html`)."
     for name, soup in site.pages.items():
         for a in soup.find_all("a", href=True):
+            if a.has_attr("download"):  # "Download .ipynb": the notebook itself, shipped beside the pages
+                continue
             assert ".ipynb" not in urlsplit(a["href"]).path or urlsplit(a["href"]).scheme, f"{name}: link to a notebook {a['href']}"
 
 
@@ -195,22 +198,74 @@ def test_citations_resolved_with_reference_list(site):
     assert citing, "no page cites anything: the book cites its sources with [@key]"
 
 
-def test_math_has_katex_and_delimiters(site):
+_TEX = re.compile(r"\\[()\[\]]|\$\\[a-zA-Z]|\\(frac|mathcal|mathbb|widehat|operatorname|alpha|beta|theta|sigma|mid|sum|log)\b")
+
+
+def _prose(soup):
+    "The page's text outside code and maths."
+    main = copy.copy(soup.find("main"))
+    for el in main.find_all(["pre", "code", "math", "script"]):
+        el.decompose()
+    return main.get_text(" ")
+
+
+def test_maths_is_mathml_without_scripts(site):
+    """Maths is MathML written at build time (pandoc): no maths script, no CDN, no raw TeX left in the prose, the
+    tables of contents or the titles."""
     with_math = 0
     for name, soup in site.pages.items():
+        for s in soup.find_all("script", src=True):
+            assert not re.search(r"katex|mathjax", s["src"], re.I), f"{name} loads a maths script {s['src']}"
+        assert not soup.find("link", href=re.compile(r"katex|mathjax", re.I)), f"{name} loads a maths stylesheet"
         spans = soup.select("span.math")
-        if not spans:
-            continue
-        with_math += 1
-        srcs = " ".join(s.get("src", "") for s in soup.find_all("script"))
-        assert "katex.min.js" in srcs and "auto-render.min.js" in srcs, f"{name} has maths but no KaTeX"
-        assert soup.find("link", href=re.compile("katex.min.css")), f"{name}: no KaTeX stylesheet"
+        with_math += bool(spans)
         for s in spans:
-            t = s.get_text()
-            assert (t.startswith("\\(") and t.endswith("\\)")) or (t.startswith("\\[") and t.endswith("\\]")), t
+            assert s.find("math") is not None, f"{name}: maths not converted to MathML: {s.get_text()[:100]}"
+        m = _TEX.search(_prose(soup))
+        assert not m, f"{name}: raw TeX in the text: ...{_prose(soup)[max(0, m.start() - 80):m.end() + 40]}..."
+        for where in (soup.find(id="TOC"), soup.find(id="quarto-sidebar"), soup.find("title")):
+            if where is not None:
+                assert "\\" not in where.get_text(), f"{name}: TeX in {where.name}: {where.get_text()[:200]}"
     assert with_math, "no page has maths"
-    js = (site.out / "site_libs" / "smalldocs.js").read_text()
-    assert "renderMathInElement" in js and '"\\\\["' in js and '"\\\\("' in js, "the KaTeX auto-render delimiters changed"
+
+
+def test_search_entries_have_no_tex(site):
+    "Search section titles, and the prose formulas in search texts, are Unicode text, not TeX."
+    entries = json.loads((site.out / "search.json").read_text())
+    for e in entries:
+        assert "\\" not in e["section"] and "\\" not in e["title"], e["section"]
+    texts = " ".join(e["text"] for e in entries)
+    prose_tex = {a.get_text() for soup in site.pages.values() for p in soup.find("main").find_all("p")
+                 for a in p.select("span.math.inline annotation")}
+    # (parsed again: other tests remove code blocks from the shared soups)
+    code = " ".join(pre.get_text() for f in site.out.rglob("*.html")
+                    for pre in bs4.BeautifulSoup(f.read_text(encoding="utf-8"), "html.parser").find_all("pre"))
+    # search texts include code, whose plot labels may hold the same TeX: only formulas absent from code count
+    leaked = [t for t in prose_tex if len(t) > 8 and f"${t}$" in texts and t not in code]
+    assert not leaked, f"TeX of prose formulas in search.json: {leaked[:5]}"
+
+
+def test_search_ranks_prose_before_api(site):
+    "API entries (show_doc headings) are labelled 'API reference' and listed after every prose entry."
+    entries = json.loads((site.out / "search.json").read_text())
+    api = {f"{name}#{h.get('id') or h.get('data-anchor-id')}" for name, soup in site.pages.items()
+           for h in soup.select("h3.unlisted, section.unlisted")}
+    kinds = [e["href"] in api for e in entries]
+    assert any(kinds) and not all(kinds)
+    assert kinds == sorted(kinds), "an API entry comes before a prose entry in search.json"
+    assert all(e["section"] == "API reference" for e in entries if e["href"] in api)
+
+
+def test_bibliography_maths_converted(site):
+    "A title with maths in references.bib (Vehtari et al.'s R-hat) comes out as MathML in the reference list."
+    refs = [d for soup in site.pages.values() for d in soup.select("#refs .csl-entry")]
+    assert refs, "no reference list"
+    for d in refs:
+        assert d.find("math") is not None or "$" not in d.get_text(), f"maths left as TeX: {d.get_text()[:200]}"
+        d = copy.copy(d)
+        for m in d.find_all("math"):
+            m.decompose()
+        assert "$" not in d.get_text() and not _TEX.search(d.get_text()), d.get_text()[:200]
 
 
 def test_search_index(site):
@@ -265,17 +320,26 @@ def test_api_docs_with_source_links(site):
     assert not problems, "\n".join(problems)
 
 
-def test_widget_views_have_state(site):
+def test_no_widget_javascript_and_launch_links(site):
+    """Static pages carry no widget state or widget JavaScript (widgets become scrubbers or notes); each chapter links
+    to Colab, Binder and a downloadable copy of its notebook (shipped with the site)."""
     for name, soup in site.pages.items():
-        views = soup.find_all("script", type="application/vnd.jupyter.widget-view+json")
-        if not views:
+        assert not soup.find("script", type=re.compile("jupyter.widget")), f"{name}: widget state or view on the page"
+        assert not soup.find("script", src=re.compile(r"require|html-manager|embed-amd")), f"{name}: widget JavaScript"
+    for nb in site.nbs:
+        soup = site.pages[page_of(nb)]
+        launch = soup.select_one(".bn-launch")
+        if nb == "index.ipynb":
+            assert launch is None
             continue
-        state = soup.find("script", type="application/vnd.jupyter.widget-state+json")
-        assert state is not None, f"{name}: widget views without saved widget state"
-        models = json.loads(state.string)["state"]
-        for v in views:
-            assert json.loads(v.string)["model_id"] in models, f"{name}: widget view without its model"
-        assert soup.find("script", src=re.compile("html-manager")), f"{name}: widgets without the embed script"
+        assert launch is not None, f"{page_of(nb)} has no launch links"
+        hrefs = [a["href"] for a in launch.find_all("a")]
+        assert any(h.startswith("https://colab.research.google.com/github/") and h.endswith("/nbs/" + nb) for h in hrefs), hrefs
+        assert any(h.startswith("https://mybinder.org/v2/gh/") for h in hrefs), hrefs
+        dl = launch.find("a", download=True)
+        assert dl is not None and dl["href"].endswith(nb), dl
+        # a copy of the notebook (not compared byte for byte: others may be editing nbs/ while this runs)
+        assert json.loads((site.out / dl["href"]).read_text(encoding="utf-8"))["cells"], f"{dl['href']} is not a notebook"
 
 
 # ------------------------------------------------------------------------------------------ citations unit tests
@@ -299,3 +363,197 @@ def test_citation_syntax():
     assert "<strong>?nokey9999x</strong>" in out
     html = bib.references_html([key])
     assert html.count('class="csl-entry"') == 1 and f'id="ref-{key}"' in html
+
+
+# ------------------------------------------------------------------------------------------ book pages
+def test_sidebar_numbers_match_the_index():
+    "The sidebar's chapter numbers (_quarto.yml `text:`) are the ones of the table of chapters on the landing page."
+    cfg = yaml.safe_load((ROOT / "_quarto.yml").read_text())
+    index = "".join("".join(c["source"]) for c in json.loads((NBS / "index.ipynb").read_text())["cells"]
+                    if c["cell_type"] == "markdown")
+    table = {href: num for num, href in re.findall(r"^\|\s*(\w+)\s*\|\s*\[[^\]]*\]\(([^)]+\.ipynb)\)", index, re.M)}
+    assert table, "no table of chapters (| n | [title](notebook.ipynb) | ...) in nbs/index.ipynb"
+    items = [c for c in cfg["website"]["sidebar"]["contents"] if isinstance(c, dict)]
+    for it in items:
+        if it.get("href") in table:
+            assert str(it.get("text", "")).split()[0] == table[it["href"]], f"sidebar {it} vs index number {table[it['href']]}"
+    assert {it.get("href") for it in items} >= set(table), f"chapters of the index missing from the sidebar: {set(table) - {it.get('href') for it in items}}"
+
+
+def test_pages_are_numbered_with_prose_toc(site):
+    "Sections are numbered, API names are not in the table of contents but in one 'API reference' section."
+    soup = site.pages[page_of(CORE)]
+    assert soup.select("h2 .header-section-number"), "sections are not numbered"
+    toc = soup.find(id="TOC")
+    api_heads = soup.select("h3.unlisted")
+    names = {h.get_text(strip=True) for h in api_heads}
+    assert names, "show_doc headings are not .unlisted"
+    api_ids = {h.get("data-anchor-id") or h.get("id") for h in api_heads}
+    toc_text = [a.get_text(" ", strip=True) for a in toc.find_all("a")]
+    assert not api_ids & {a["href"].lstrip("#") for a in toc.find_all("a", href=True)}, "API names in the table of contents"
+    assert any(t.endswith("API reference") for t in toc_text)
+    for name, page in content_pages(site).items():
+        api = page.find(id="api-reference")
+        if api is None:
+            continue
+        items = api.select("li")
+        unlinked = [li.get_text()[:60] for li in items if not li.select_one("a[href^='#']")]
+        assert not unlinked, f"{name}: API reference entries without a working link: {unlinked}"
+    assert len(soup.find(id="api-reference").select("li")) == len(api_heads)
+
+
+def test_previous_next_links(site):
+    order = [page_of(nb) for nb in (c if isinstance(c, str) else c["href"] for c in
+             yaml.safe_load((ROOT / "_quarto.yml").read_text())["website"]["sidebar"]["contents"]) if (NBS / nb).exists()]
+    for k, name in enumerate(order):
+        nav = site.pages[name].select_one("nav.page-navigation")
+        assert nav is not None, f"{name} has no previous/next links"
+        links = [a["href"] for a in nav.select("a.pagination-link")]
+        want = ([order[k - 1]] if k else []) + ([order[k + 1]] if k + 1 < len(order) else [])
+        assert links == want, f"{name}: previous/next {links} != {want}"
+
+
+def test_self_contained(site):
+    "No page, stylesheet or script loads anything from another host (the site works offline)."
+    assert "from the network" not in site.log, [l for l in site.log.splitlines() if "from the network" in l]
+    for f in site.out.rglob("*.css"):
+        assert not re.search(r"@import\s+url\(['\"]?(https?:)?//", f.read_text(errors="replace")), f
+
+
+def _tools(name):
+    sys.path.insert(0, str(TOOLS))
+    import importlib
+
+    return importlib.import_module(name)
+
+
+def test_tag_cells_on_a_small_notebook(tmp_path):
+    "tools/tag_cells.py hides pure test cells, folds mixed ones, captions fig_* cells, drops 'Regenerate'; idempotent."
+    import nbformat
+
+    tag = _tools("tag_cells")
+    M, C = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        M("# T"),
+        C('#| export\ndef fig_demo():\n    "A demo figure of $x^2$."\n    return None'),
+        C("import pytest\nassert 1 + 1 == 2"),
+        C("x = 3\nassert x > 0\nx"),
+        C("fig_demo()"),
+        C("fig_demo()"),
+        C("#| label: fig-mine\nfig_demo()"),
+        C("_ = interact(fig_demo)"),
+        M("## Summary\n\nText.\n\n## Regenerate the figures\n\nSet it."),
+        C("REGENERATE = False"),
+    ])
+    p = tmp_path / "01_x.ipynb"
+    nbformat.write(nb, p)
+    assert tag.main([str(p)]) == 0
+    cells = json.loads(p.read_text())["cells"]
+    src = ["".join(c["source"]) for c in cells]
+    assert src[2].startswith("#| hide\n")
+    assert src[3].startswith('#| code-fold: true\n#| code-summary: "Code and checks"\n')
+    assert src[4].startswith('#| label: fig-demo\n#| fig-cap: "A demo figure of $x^2$."\n#| fig-alt: ')
+    assert src[5].startswith("#| label: fig-demo-2\n") and src[6] == "#| label: fig-mine\nfig_demo()"
+    assert src[7] == "_ = interact(fig_demo)" and src[1].startswith("#| export")
+    assert src[8].rstrip() == "## Summary\n\nText." and src[9].startswith("## Regenerate")
+    assert cells[9]["metadata"]["tags"] == ["remove-cell"] and cells[10]["metadata"]["tags"] == ["remove-cell"]
+    before = p.read_text()
+    assert tag.main([str(p), "--check"]) == 0 and p.read_text() == before, "a second run changes something"
+
+
+def test_core_figures_are_2x_files_shown_at_their_size(site):
+    "Figures are PNG files beside the page, loaded lazily, with twice the pixels of their display size."
+    soup = site.pages[page_of(CORE)]
+    imgs = soup.select(".cell-output img")
+    assert imgs
+    fig = _tools("figures")
+    for img in imgs:
+        assert not img["src"].startswith("data:") and img.get("loading") == "lazy", img
+        blob = (site.out / posixpath.dirname(page_of(CORE)) / unquote(img["src"])).read_bytes()
+        w, h = fig.png_size(blob)
+        assert fig.png_scale(blob) == 2 and abs(w - 2 * int(img["width"])) <= 1 and abs(h - 2 * int(img["height"])) <= 1, (img, w, h)
+
+
+def test_png_tools():
+    "tools/figures.py: the density tag is read from the PNG's text chunk and kept by the palette compression."
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = _tools("figures")
+    f = Figure(figsize=(3, 2))
+    f.subplots().plot([0, 1, 3])
+    for dpi in range(100, 140, 3):  # various CRCs after the tag: the tag is parsed, not pattern-matched
+        b = io.BytesIO()
+        f.savefig(b, format="png", dpi=dpi, metadata={fig.MARK_KEY: "2"})
+        small = fig.compress_png(b.getvalue())
+        assert fig.png_scale(b.getvalue()) == 2 == fig.png_scale(small) and fig.png_size(small) == fig.png_size(b.getvalue())
+    assert len(small) < len(b.getvalue())
+
+
+def test_book_pages_transforms():
+    "tools/book_pages.py: warnings dropped, manual numbers stripped, show_doc headings unlisted, crossrefs numbered."
+    from execnb.nbio import dict2nb, mk_cell
+
+    bp = _tools("book_pages")
+    assert bp.strip_warnings("/home/x/a.py:3: RuntimeWarning: overflow\n  y = np.exp(x)\nreal output\n") == "real output\n"
+    nb = dict2nb({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    code = mk_cell("#| label: fig-a\n#| fig-cap: \"First.\"\nfig_a()", "code")
+    warn = mk_cell("f()", "code")
+    warn["outputs"] = [{"output_type": "stream", "name": "stderr", "text": "/x.py:1: UserWarning: w\n  f()\n"}]
+    doc = mk_cell("#| echo: false\nshow_doc(f)", "code")
+    doc["outputs"] = [{"output_type": "display_data", "metadata": {},
+                       "data": {"text/markdown": "---\n\n### f\n\n```python\ndef f()\n```\n\n*Do a thing.*"}}]
+    nb.cells += [mk_cell("## 2. Mean field\n\nSee @fig-a and $$x=1$$ {#eq-one}, [@eq-one].", "markdown"), code, warn, doc]
+    out = bp.book_pages(nb, number_sections=True, warnings=False)
+    assert out == {"warnings dropped": 1, "section numbers stripped": 1, "api entries": 1}
+    assert nb.cells[0].source.startswith("## Mean field") and nb.cells[2].outputs == []
+    assert "### f {.unnumbered .unlisted}" in nb.cells[3].outputs[0]["data"]["text/markdown"]
+    assert nb.cells[-1].source.startswith("## API reference {.unnumbered}") and "[`f`](#f): Do a thing." in nb.cells[-1].source
+    found = bp.crossrefs(nb)
+    assert found == {"fig-a": "Figure 1", "eq-one": "Equation 1"}
+    assert '#| fig-cap: "Figure 1: First."' in nb.cells[1].source
+    md = nb.cells[0].source
+    assert "[Figure 1](#fig-a)" in md and "[Equation 1](#eq-one)" in md and '<span id="eq-one"' in md and "\\qquad (1)$$" in md
+
+
+def test_scrubber_for_an_interact_cell(tmp_path):
+    """A tiny project with one `interact` cell: the build renders its function on a grid of the control values and the
+    page gets a scrubber (frames as files, one per setting; no widget JavaScript)."""
+    import nbformat
+
+    proj = tmp_path / "mini"
+    (proj / "nbs").mkdir(parents=True)
+    (proj / "mini").mkdir()
+    (proj / "mini" / "__init__.py").write_text("")
+    (proj / "mini" / "_modidx.py").write_text("d = {'settings': {'lib_path': 'mini'}, 'syms': {}}\n")
+    (proj / "settings.ini").write_text(
+        "[DEFAULT]\nrepo = mini\nlib_name = mini\nversion = 0.0.1\nmin_python = 3.10\nlicense = apache2\ndoc_path = _docs\n"
+        "lib_path = mini\nnbs_path = nbs\nrecursive = True\ntst_flags = notest\nbranch = main\ncustom_sidebar = False\n"
+        "doc_host = https://example.org\ndoc_baseurl = /mini\ngit_url = https://github.com/example/mini\ntitle = mini\n"
+        "audience = Developers\nauthor = A\nauthor_email = a@example.org\ncopyright = 2026\ndescription = d\nkeywords = k\n"
+        "language = English\nstatus = 3\nuser = example\nreadme_nb = index.ipynb\nallowed_metadata_keys = \n"
+        "allowed_cell_metadata_keys = \njupyter_hooks = False\nclean_ids = True\nclear_all = False\ncell_number = True\n"
+        "skip_procs = \nput_version_in_init = False\nblack_formatting = False\nupdate_pyproject = False\n")
+    (proj / "_quarto.yml").write_text("project:\n  type: website\nformat:\n  html:\n    toc: true\nwebsite:\n  title: mini\n"
+                                      "  sidebar:\n    contents:\n      - index.ipynb\n      - 01_w.ipynb\n")
+    (proj / "nbs" / "_quarto.yml").symlink_to("../_quarto.yml")
+    M, C = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nbformat.write(nbformat.v4.new_notebook(cells=[M("# mini\n\n> d")]), proj / "nbs" / "index.ipynb")
+    code = ("from ipywidgets import interact, IntSlider, fixed\n"
+            "def show(n=2, kind='a', seed=0):\n    print(f'n={n} kind={kind}')\n"
+            "_ = interact(show, n=IntSlider(value=2, min=1, max=4), kind=['a', 'b'], seed=fixed(0));")
+    nbformat.write(nbformat.v4.new_notebook(cells=[M("# W\n\n> a widget"), C(code)]), proj / "nbs" / "01_w.ipynb")
+    out = tmp_path / "site"
+    r = subprocess.run([sys.executable, str(TOOLS / "build_site.py"), "--root", str(proj), "--fallback", "--no-export",
+                        "--out", str(out), "--build-dir", str(tmp_path / "build")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    soup = bs4.BeautifulSoup((out / "w.html").read_text(), "html.parser")
+    sc = soup.select_one(".bn-scrubber")
+    assert sc is not None, (r.stdout + r.stderr)[-3000:]
+    data = json.loads(sc["data-bn-scrubber"])
+    assert [c["label"] for c in data["controls"]] == ["n", "kind"] and data["controls"][0]["values"] == ["1", "2", "3", "4"]
+    assert len(data["frames"]) == 8 and data["frames"]["1,0"]["text"] == "n=2 kind=a"  # 4 x 2: the full grid
+    assert data["frames"]["3,1"]["text"] == "n=4 kind=b"
+    assert sc.select("input[type=range]") and sc.select("select") and "seed" in sc.get_text()
+    assert not soup.find("script", type=re.compile("jupyter.widget"))

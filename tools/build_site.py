@@ -8,25 +8,37 @@
 Steps
 1. `nbdev_export` the package (skip with --no-export).
 2. Execute every notebook of nbs/ into a staging copy (`_build/exec/`; nbs/ is never written) with nbclient,
-   saving widget state and skipping `#| eval: false` cells, with matplotlib's inline backend as Quarto's Jupyter
-   engine sets it. Each execution is cached, keyed on the notebook's content and the package's source, so
-   unchanged notebooks are not executed again (--force to redo). Per-notebook times are printed.
+   skipping `#| eval: false` cells, with matplotlib's inline backend as Quarto's Jupyter engine sets it. Figures
+   are rendered at 2x and palette-compressed (tools/figures.py); the function of every `interact` widget is then
+   rendered on a grid of its control values into frames for a scrubber (tools/scrubbers.py, --scrubber-budget
+   seconds per widget). Each execution is cached, keyed on the notebook, the package's source and those two
+   tools, so unchanged notebooks are not executed again (--force to redo). Per-notebook times are printed.
 3. With a real `quarto` on PATH (and no --fallback): `nbdev_docs` on a staging copy of the project whose nbs/
    holds the executed notebooks; its `_docs` is copied to --out.
 4. Otherwise, the offline path: nbdev's own doc processors (`FilterDefaults`, what `nbdev_docs` runs) apply the
    directives, render `show_doc` and remove hidden cells, without nbdev trying to install Quarto; citations
-   are resolved with pybtex (tools/citations.py) with a reference list per page; pages take nbdev's names
-   (00_core.ipynb -> core.html) and links to notebooks and nbdev's doc links are rewritten to match; smalldocs
-   renders the site from the top-level _quarto.yml; its HTML is post-processed (widget state embedded with
-   the jupyter-widgets HTML manager, nbdev links to undocumented anchors repaired, leftovers reported).
+   are resolved with pybtex (tools/citations.py) with a reference list per page; figures and equations with
+   Quarto labels are numbered and `@fig-`/`@eq-` references resolved (tools/book_pages.py); pages take nbdev's
+   names (00_core.ipynb -> core.html) and links to notebooks and nbdev's doc links are rewritten to match;
+   smalldocs renders the site from the top-level _quarto.yml with its maths as MathML from pandoc
+   (tools/mathml.py; Quarto's `html-math-method: mathml`); its HTML is post-processed (figures moved into
+   lazily loaded files, tables of contents numbered, search ranked prose first, web fonts dropped, nbdev links
+   to undocumented anchors repaired, leftovers and anything loaded from another host reported).
 
-Both engines get the same small changes to what nbdev does (see `prepare_for_docs` and `doc_filters`):
+Both engines get the same changes to what nbdev does (see `prepare_for_docs`, `doc_filters`, tools/book_pages.py):
 - prose written under the `# Title` / `> description` of the first cell is kept (nbdev drops it);
-- `#| export` cells show their code, folded open under "Exported source" like nbdev's `#| exports`
+- `#| export` cells show their code, folded (closed) under "Exported source" like nbdev's `#| exports`
   (--hide-export-source for nbdev's default of showing only the show_doc);
+- widgets become scrubbers (or a note when the notebook was not executed): no widget state or JavaScript;
+- each chapter gets Open in Colab / Launch Binder / Download .ipynb links (the notebook is shipped in notebooks/);
+- cells tagged `remove-cell` are dropped, stderr warnings are dropped (`execute: warning: false`), hand-written
+  section numbers give way to Quarto's (`number-sections`), show_doc headings leave the table of contents for one
+  "API reference" section, and the landing page is unnumbered;
 - nbdev's doc shell runs only the imports of cells it runs for their imports (not the computation in them),
   the outputs the notebook was executed with are kept, show_doc copes with numpy-array defaults, and a
   show_doc source link points at the notebook's own module when two modules export the same name.
+The cell options that the notebooks themselves carry for the site (hidden test cells, figure labels and captions)
+are written by tools/tag_cells.py.
 """
 from __future__ import annotations
 
@@ -49,11 +61,12 @@ from pathlib import Path, PurePosixPath
 HERE = Path(__file__).absolute().parent
 sys.path.insert(0, str(HERE))
 
-EXEC_VERSION = "2"  # bump to invalidate every cached execution
+EXEC_VERSION = "4"  # bump to invalidate every cached execution (3: scrubber frames, 4: 2x figures)
+# the tools that run inside the executing kernel: a change to them also invalidates the cached executions
+KERNEL_TOOLS = ("scrubbers.py", "figures.py")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
-WIDGETS_JS = "https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@1/dist/embed-amd.js"
+SCRUBBERS_DIR = "scrubbers"  # in the site: scrubbers/<page>/w<k>/<frame>.png
+NOTEBOOKS_DIR = "notebooks"  # in the site: a copy of each chapter notebook, for "Download .ipynb"
 REPR_RE = re.compile(r"^(interactive|VBox|HBox|Output|IntSlider|FloatSlider|Dropdown|Button|Checkbox)\(children=|^\w+\(value=.*, description=")
 
 
@@ -84,9 +97,11 @@ class Project:
         from nbdev.config import get_config
 
         self.root = root.resolve()
-        self.cfg = get_config(path=self.root)
-        self.nbs = Path(self.cfg.nbs_path).resolve()
-        self.lib = Path(self.cfg.lib_path).resolve()
+        # nbdev 2.4's get_config(path=...) still finds the settings.ini above the working directory first
+        with project_cwd(self.root):
+            self.cfg = get_config()
+            self.nbs = Path(self.cfg.nbs_path).resolve()
+            self.lib = Path(self.cfg.lib_path).resolve()
         self.doc_path = Path(self.cfg.doc_path)
 
     def notebooks(self) -> list[PurePosixPath]:
@@ -216,8 +231,10 @@ def _skip_eval(cell) -> bool:
     return cell.get("cell_type") == "code" and [a.lower() for a in _directives(cell.get("source", "")).get("eval:", [])] == ["false"]
 
 
-def execute_notebook(src: Path, dest: Path, cwd: Path, timeout: int):
-    "Execute `src` into `dest` with nbclient (widget state stored, `#| eval: false` cells skipped)."
+def execute_notebook(src: Path, dest: Path, cwd: Path, timeout: int, budget: float = 30.0):
+    """Execute `src` into `dest` with nbclient (`#| eval: false` cells skipped), then render the frames of its
+    `interact` widgets (tools/scrubbers.py) into `dest`'s `.frames` folder; each widget cell gets the manifest of
+    its frames in its metadata (`bn_scrubbers`). The widget state is dropped: the pages show scrubbers instead."""
     import tempfile
 
     import nbformat
@@ -230,7 +247,18 @@ def execute_notebook(src: Path, dest: Path, cwd: Path, timeout: int):
                 return cell
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
+    from scrubbers import MARK
+
     nb = nbformat.read(src, as_version=4)
+    frames = dest.with_name(dest.stem + ".frames")
+    if frames.exists():
+        shutil.rmtree(frames)
+    # build-only cells: record the widgets from the start, render their frames at the end (both removed again)
+    tools = json.dumps(str(HERE))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(f"import sys as _bn_sys; _bn_sys.path.insert(0, {tools}); "
+                                                 "import scrubbers as _bn_scrubbers; _bn_scrubbers.record(); "
+                                                 "import figures as _bn_figures; _bn_figures.hidpi()"))
+    nb.cells.append(nbformat.v4.new_code_cell(f"_bn_scrubbers.render_frames({json.dumps(str(frames))}, {float(budget)!r})"))
     # IPC sockets in a private folder: no TCP port races with other kernels on a busy machine
     with tempfile.TemporaryDirectory(prefix="bn-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
@@ -239,14 +267,28 @@ def execute_notebook(src: Path, dest: Path, cwd: Path, timeout: int):
         try:
             Client(nb, km=km, timeout=timeout, startup_timeout=120, resources={"metadata": {"path": str(cwd)}},
                    extra_arguments=["--InteractiveShellApp.matplotlib=inline"],
-                   store_widget_state=True, allow_errors=False).execute()
+                   store_widget_state=True, allow_errors=False).execute()  # (False breaks nbclient's Output widget hook)
         finally:  # nbclient leaves a kernel manager it was given running
             if km.has_kernel:
                 km.shutdown_kernel(now=False)
+    nb.cells.pop(0)
+    tail = nb.cells.pop()
+    out = "".join(o.get("text", "") for o in tail.get("outputs", []) if o.get("output_type") == "stream")
+    manifest = json.loads(out.split(MARK, 1)[1]) if MARK in out else []
+    # each `interact` displays its widget once, in the order the widgets were made: match them in that order
+    views = [c for c in nb.cells if c.cell_type == "code"
+             for o in c.get("outputs", []) if WIDGET_VIEW in (o.get("data") or {})]
+    for cell, entry in zip(views, manifest):
+        cell.metadata.setdefault("bn_scrubbers", []).append(entry)
+    nb.metadata.pop("widgets", None)
+    from figures import shrink_outputs
+
+    shrink_outputs(nb)  # 2x PNGs with their display size, palette-compressed
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_suffix(".tmp")
     nbformat.write(nb, tmp)
     os.replace(tmp, dest)
+    return manifest
 
 
 def _matches(nb: PurePosixPath, patterns: list[str] | None) -> bool:
@@ -256,7 +298,7 @@ def _matches(nb: PurePosixPath, patterns: list[str] | None) -> bool:
 
 
 def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: Result, *, execute: bool,
-                    patterns: list[str] | None, timeout: int, force: bool) -> dict:
+                    patterns: list[str] | None, timeout: int, force: bool, budget: float = 30.0) -> dict:
     "Put every notebook, executed or as it is, into build/exec; return {nb: staged path}."
     staged, cache = {}, build / "exec"
     pkg = proj.package_hash()
@@ -268,9 +310,11 @@ def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: R
             staged[nb] = src
             say(f"  {nb}: not executed (--no-exec)")
             continue
-        key = hashlib.sha256(b"|".join([EXEC_VERSION.encode(), src.read_bytes(), pkg.encode(), str(sys.version_info[:2]).encode()])).hexdigest()
+        key = hashlib.sha256(b"|".join([EXEC_VERSION.encode(), src.read_bytes(), pkg.encode(), str(sys.version_info[:2]).encode(),
+                                        *[(HERE / t).read_bytes() for t in KERNEL_TOOLS]])).hexdigest()
         keyfile = dest.with_name(dest.name + ".sha256")
-        fresh = dest.exists() and keyfile.exists() and keyfile.read_text().strip() == key
+        fresh = dest.exists() and keyfile.exists() and keyfile.read_text().strip() == key \
+            and ('"bn_scrubbers"' not in dest.read_text(encoding="utf-8") or dest.with_name(dest.stem + ".frames").is_dir())
         if fresh and not force:
             staged[nb] = dest
             say(f"  {nb}: unchanged, using the cached execution")
@@ -281,7 +325,7 @@ def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: R
             continue
         t = time.time()
         try:
-            execute_notebook(src, dest, (proj.nbs / nb).parent, timeout)
+            manifest = execute_notebook(src, dest, (proj.nbs / nb).parent, timeout, budget)
         except Exception as e:  # nbclient's CellExecutionError carries the traceback
             raise SystemExit(f"executing {nb} failed (the notebooks executed before it are cached):\n"
                              + re.sub(r"\x1b\[[0-9;]*m", "", str(e)))
@@ -289,6 +333,14 @@ def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: R
         res.exec_times[str(nb)] = time.time() - t
         staged[nb] = dest
         say(f"  {nb}: executed in {res.exec_times[str(nb)]:.1f} s")
+        for k, m in enumerate(manifest):
+            if m.get("error") or not m.get("frames"):
+                res.warn(f"{nb}: widget {k} has no frames ({m.get('error', 'nothing rendered')}); its page shows a note instead")
+                continue
+            say(f"    widget {k}: {len(m['frames'])} frame(s) ({m['mode']}, {m['seconds_per_frame']:.2f} s each) for "
+                + ", ".join(f"{c['label']} ({len(c['values'])})" for c in m["controls"]))
+            for f in m.get("failed") or []:
+                say(f"      left out: {f}")
     return staged
 
 
@@ -368,11 +420,81 @@ def split_title_cell(nb):
         return
 
 
-def prepare_for_docs(nb, show_exports: bool):
-    "The changes both site engines get: prose under the title kept, and (by default) exported code shown."
+def notebook_links(proj: "Project", nb: PurePosixPath) -> dict:
+    """Where a reader can run or get the chapter's notebook: Colab and Binder (links only, nothing is fetched) and
+    the copy of the notebook shipped with the site (`notebooks/<notebook>`, relative to the page)."""
+    from urllib.parse import quote
+
+    git = str(proj.cfg.get("git_url", "")).rstrip("/")
+    m = re.match(r"https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?$", git)
+    branch = proj.cfg.get("branch", "main")
+    path = posixpath.join(proj.nbs.relative_to(proj.root).as_posix(), str(nb))
+    page = page_name(nb)
+    links = {"download": posixpath.relpath(posixpath.join(NOTEBOOKS_DIR, str(nb)), posixpath.dirname(str(page)) or ".")}
+    if m:
+        user, repo = m.groups()
+        links["colab"] = f"https://colab.research.google.com/github/{user}/{repo}/blob/{branch}/{quote(path)}"
+        links["binder"] = f"https://mybinder.org/v2/gh/{user}/{repo}/{branch}?labpath={quote(path, safe='')}"
+    return links
+
+
+def launch_cell(links: dict, name: str):
+    "A markdown cell with the chapter's Open in Colab / Launch Binder / Download .ipynb links."
+    from execnb.nbio import mk_cell
+
+    items = []
+    if links.get("colab"):
+        items.append(f'<a class="bn-launch-link" href="{htmllib.escape(links["colab"])}" rel="noopener"><i class="bi bi-google"></i> Open in Colab</a>')
+    if links.get("binder"):
+        items.append(f'<a class="bn-launch-link" href="{htmllib.escape(links["binder"])}" rel="noopener"><i class="bi bi-rocket-takeoff"></i> Launch Binder</a>')
+    items.append(f'<a class="bn-launch-link" href="{htmllib.escape(links["download"])}" download="{htmllib.escape(name)}">'
+                 f'<i class="bi bi-download"></i> Download .ipynb</a>')
+    return mk_cell('```{=html}\n<div class="bn-launch">\n' + "\n".join(items) + "\n</div>\n```", "markdown")
+
+
+def widgets_to_scrubbers(nb, nb_rel: PurePosixPath, links: dict | None = None) -> int:
+    """Replace each widget output (a view of widget state, which a static page cannot run) with its scrubber
+    (tools/scrubbers.py) when the build rendered its frames, else with a note; return how many were replaced."""
+    from scrubbers import scrubber_html, static_note
+
+    page = page_name(nb_rel)
+    base = posixpath.relpath(posixpath.join(SCRUBBERS_DIR, page.stem), posixpath.dirname(str(page)) or ".")
+    run = (links or {}).get("colab") or (links or {}).get("download")
+    n = 0
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        entries = list((cell.get("metadata") or {}).pop("bn_scrubbers", None) or [])
+        outs = []
+        for o in cell.get("outputs") or []:
+            data = o.get("data") or {}
+            if WIDGET_VIEW not in data:
+                outs.append(o)
+                continue
+            entry = entries.pop(0) if entries else None
+            if entry and entry.get("frames"):
+                alt = "Figure of the interactive cell above"
+                body = scrubber_html(entry, f"{base}/{entry['dir']}/", alt, run)
+            else:
+                body = static_note(run)
+            outs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": body}})
+            n += 1
+        cell["outputs"] = outs
+    (nb.get("metadata") or {}).pop("widgets", None)
+    return n
+
+
+def prepare_for_docs(nb, show_exports: bool, nb_rel: PurePosixPath | None = None, links: dict | None = None):
+    """The changes both site engines get: prose under the title kept, (by default) exported code shown, widgets
+    replaced by scrubbers, and a chapter's launch and download links under its title."""
     split_title_cell(nb)
     if show_exports:
         show_export_source(nb)
+    if nb_rel is not None:
+        widgets_to_scrubbers(nb, nb_rel, links)
+    if links:
+        at = next((i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and re.match(r"\s*#\s", _src(c))), 0)
+        nb.cells.insert(at, launch_cell(links, PurePosixPath(links["download"]).name))
 
 
 class Linker:
@@ -382,6 +504,7 @@ class Linker:
 
     def __init__(self, proj: Project, pages: dict):
         self.prefix = proj.doc_url_prefix()
+        self.cfg = proj.quarto_yml()
         self.pages = {str(k): str(v) for k, v in pages.items()}  # nb -> page
         self.by_page = set(self.pages.values())
 
@@ -437,7 +560,15 @@ def _bn_safe_signature(f):
 """
 
 
-def doc_filters(nb_name, warn):
+def page_settings(cfg: dict) -> dict:
+    "What tools/book_pages.py reads from the site config (_quarto.yml): section numbering and warnings."
+    html = ((cfg.get("format") or {}).get("html") or {}) if isinstance((cfg.get("format") or {}).get("html"), dict) else {}
+    execute = cfg.get("execute") or {}
+    return {"number_sections": bool(html.get("number-sections", cfg.get("number-sections", False))),
+            "warnings": execute.get("warning", True) is not False}
+
+
+def doc_filters(nb_name, warn, settings: dict | None = None):
     """nbdev's `FilterDefaults` (the processors `nbdev_docs` runs), with one change to `exec_show_docs`.
 
     nbdev's doc shell runs every cell that imports something, including any computation in the same cell (a
@@ -512,7 +643,9 @@ def doc_filters(nb_name, warn):
             return [exec_show_docs_imports if p is exec_show_docs else p for p in super().base_procs()]
 
         def __call__(self, nb):
-            widgets = copy.deepcopy((nb.get("metadata") or {}).get("widgets"))
+            from book_pages import book_pages, drop_removed_cells
+
+            drop_removed_cells(nb)  # before nbdev's doc shell, so that nothing in them runs
             # the outputs the notebook was executed with (or none, when it was not executed) are the ones to
             # show; cells are kept alive in `stored` so their ids cannot be reused by new show_doc cells
             stored = {id(c): (c, copy.deepcopy(c.get("outputs"))) for c in nb.cells if c.cell_type == "code"}
@@ -522,10 +655,14 @@ def doc_filters(nb_name, warn):
             for c in nb.cells:
                 if id(c) in stored and stored[id(c)][0] is c and stored[id(c)][1] is not None:
                     c.outputs = stored[id(c)][1]
-            # exec_show_docs merges the widgets of its own in-process shell into the metadata: keep the executed state
+            # exec_show_docs merges the widgets of its own in-process shell into the metadata: no page embeds widget
+            # state (widgets are scrubbers, tools/scrubbers.py)
             nb.metadata.pop("widgets", None)
-            if widgets:
-                nb.metadata["widgets"] = widgets
+            book_pages(nb, **(settings or {}))
+            if Path(str(getattr(nb, "path_", ""))).name == get_config().get("readme_nb", "index.ipynb"):
+                from book_pages import set_front_matter
+
+                set_front_matter(nb, **{"number-sections": False})  # the landing page is no chapter
             try:
                 from ipywidgets import Widget
 
@@ -537,15 +674,21 @@ def doc_filters(nb_name, warn):
 
 
 def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, linker: Linker, bib, res: Result,
-                     show_exports: bool) -> tuple[object, dict | None]:
-    "Run nbdev's doc processors on one staged notebook; resolve citations and links; return (nb, widget state)."
+                     show_exports: bool, conv=None, links: dict | None = None):
+    """Run nbdev's doc processors on one staged notebook; resolve citations and links; return the notebook.
+    With `conv` (tools/mathml.py), maths in the title and description become Unicode text (they are also the
+    page's <title>, its sidebar entry and its previous/next link)."""
     import yaml
     from execnb.nbio import mk_cell, read_nb
 
     nb = read_nb(nb_path)
     nb.path_ = str(nb_path.with_name(nb_rel.name))  # FrontmatterProc names the page from it
-    prepare_for_docs(nb, show_exports)
-    doc_filters(nb_rel, res.warn)(nb)
+    prepare_for_docs(nb, show_exports, nb_rel, links)
+    doc_filters(nb_rel, res.warn, page_settings(linker.cfg))(nb)
+    from book_pages import crossrefs
+    from mathml import tex_to_text
+
+    crossrefs(nb, (lambda s: tex_to_text(s, conv)) if conv is not None else None)
 
     cited, unknown = [], []
     for cell in nb.cells:
@@ -555,6 +698,10 @@ def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, 
             fm = yaml.safe_load(m.group(1)) if m else None
             if isinstance(fm, dict):
                 fm.pop("output-file", None)  # smalldocs names pages itself; we rename the file instead
+                if conv is not None:
+                    for k in ("title", "pagetitle", "description"):
+                        if isinstance(fm.get(k), str) and "$" in fm[k]:
+                            fm[k] = tex_to_text(fm[k], conv)
                 cell.source = "---\n" + yaml.safe_dump(fm, sort_keys=False, allow_unicode=True) + "---\n"
             continue
         if cell.cell_type == "markdown":
@@ -571,13 +718,7 @@ def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, 
                     v = data[mime]
                     v = "".join(v) if isinstance(v, list) else v
                     data[mime] = linker.fix(v, page)
-            if WIDGET_VIEW in data:
-                view = data[WIDGET_VIEW]
-                view = json.loads(view) if isinstance(view, str) else dict(view)
-                for k in list(data):
-                    del data[k]
-                data["text/html"] = f'<div class="bn-widget" data-widget-view="{htmllib.escape(json.dumps(view))}"></div>'
-            elif "text/plain" in data and len(data) == 1:
+            if "text/plain" in data and len(data) == 1:
                 txt = data["text/plain"]
                 txt = "".join(txt) if isinstance(txt, list) else txt
                 if REPR_RE.match(txt):
@@ -587,8 +728,104 @@ def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, 
         res.warn(f"{nb_rel}: unknown citation key @{key} (not in references.bib)")
     if cited:
         nb.cells.append(mk_cell("## References {.unnumbered}\n\n```{=html}\n" + bib.references_html(cited) + "\n```\n", "markdown"))
-    state = ((nb.get("metadata") or {}).get("widgets") or {}).get(WIDGET_STATE)
-    return nb, (state if state and state.get("state") else None)
+    return nb
+
+
+# ------------------------------------------------------------------------------------------ maths (MathML)
+def site_math(site: Path) -> list[tuple[str, bool]]:
+    "Every formula smalldocs will render on the pages of `site` (its processed notebooks), as (tex, display)."
+    from smalldocs.markdown import make_parser
+    from smalldocs.notebook import to_markdown
+
+    md, found = make_parser(), []
+
+    def walk(tokens):
+        for t in tokens:
+            if t.type.startswith("math_"):
+                found.append((t.content.strip(), t.type != "math_inline"))
+            if t.children:
+                walk(t.children)
+
+    for f in sorted(site.rglob("*.ipynb")):
+        front, body = to_markdown(f.read_text(encoding="utf-8"))
+        walk(md.parse(body, {}))
+        for k in ("title", "subtitle", "description"):
+            if isinstance(front.get(k), str):
+                walk(md.parse(front[k], {}))
+    return found
+
+
+class smalldocs_mathml:
+    """Make smalldocs write MathML (from `conv`, pandoc) where it writes `\\(...\\)` for KaTeX, and Unicode text
+    where it takes a formula's TeX as text (tables of contents, search entries, link texts).
+
+    smalldocs has no server-side maths: its render rules put TeX between KaTeX delimiters and load KaTeX from a CDN
+    (when a page has maths). Inside this context its three maths render rules write MathML and do not mark the page
+    as having maths, so no KaTeX is loaded. Headings keep the identifiers Pandoc (and so Quarto) gives them, which are
+    made from the TeX (`## Potential scale reduction $\\widehat{R}$` -> `#potential-scale-reduction-widehatr`)."""
+
+    def __init__(self, conv):
+        self.conv = conv
+
+    def __enter__(self):
+        import smalldocs.markdown as sm
+
+        self.sm, conv = sm, self.conv
+        for name in ("math_inline", "math_display", "math_block", "plain"):
+            if not callable(getattr(sm, name, None)):
+                raise SystemExit(f"smalldocs {getattr(sm, '__version__', '')}: no smalldocs.markdown.{name}; "
+                                 "tools/build_site.py's MathML rendering needs updating for this smalldocs")
+        if not callable(getattr(getattr(sm, "Rules", None), "ids", None)):
+            raise SystemExit("smalldocs: no Rules.ids; tools/build_site.py's MathML rendering needs updating")
+        self.saved = {n: getattr(sm, n) for n in ("math_inline", "math_display", "math_block", "plain")}
+        self.saved_ids = sm.Rules.ids
+        orig_plain, orig_ids = self.saved["plain"], self.saved_ids
+
+        def math_inline(self_, tokens, idx, options, env):
+            return f'<span class="math inline">{conv.mathml(tokens[idx].content.strip(), False)}</span>'
+
+        def math_display(self_, tokens, idx, options, env):
+            return f'<span class="math display">{conv.mathml(tokens[idx].content.strip(), True)}</span>'
+
+        def math_block(self_, tokens, idx, options, env):
+            return f'<p><span class="math display">{conv.mathml(tokens[idx].content.strip(), True)}</span></p>\n'
+
+        def plain(tokens):
+            out = []
+            for t in tokens or []:
+                if t.type == "math_inline":
+                    out.append(conv.text(t.content.strip()))
+                elif t.type in ("text", "code_inline"):
+                    out.append(t.content)
+                elif t.type in ("softbreak", "hardbreak"):
+                    out.append(" ")
+                elif t.type == "image":
+                    out.append(plain(t.children))
+            return "".join(out)
+
+        def ids(self_, state):
+            # identifiers from the TeX, as Pandoc makes them; the text shown for the heading from the Unicode form
+            sm.plain = orig_plain
+            try:
+                orig_ids(self_, state)
+            finally:
+                sm.plain = plain
+            by_id = {h["id"]: h for h in state.env.get("headings", [])}
+            for i, t in enumerate(state.tokens):
+                if t.type == "heading_open" and t.meta and "attrs" in t.meta:
+                    text = plain(state.tokens[i + 1].children)
+                    t.meta["text"] = text
+                    if t.meta["attrs"].id in by_id:
+                        by_id[t.meta["attrs"].id]["text"] = text
+
+        sm.math_inline, sm.math_display, sm.math_block, sm.plain = math_inline, math_display, math_block, plain
+        sm.Rules.ids = ids
+        return self
+
+    def __exit__(self, *exc):
+        for n, f in self.saved.items():
+            setattr(self.sm, n, f)
+        self.sm.Rules.ids = self.saved_ids
 
 
 # ------------------------------------------------------------------------------------------ fallback site
@@ -598,7 +835,15 @@ def site_config(proj: Project, pages: dict, out: Path, res: Result) -> dict:
     cfg.pop("metadata-files", None)
     cfg.pop("bibliography", None)  # resolved by tools/citations.py
     html = ((cfg.get("format") or {}).get("html") or {})
-    html.pop("html-math-method", None)  # smalldocs always uses KaTeX
+    html.pop("html-math-method", None)  # MathML from pandoc (tools/mathml.py), as Quarto's `html-math-method: mathml`
+    html.pop("image-lazy-loading", None)  # done in post_process: figures are files with loading="lazy"
+    html.pop("lightbox", None)  # done in post_process: a wide figure links to its full-size file
+    cfg.pop("execute", None)  # the notebooks were executed by nbclient; `warning: false` is applied by tools/book_pages.py
+    # smalldocs compiles no Sass: a theme list keeps its Bootswatch name; theme.scss only switches off the web font,
+    # which make_self_contained() removes from smalldocs' copy of the theme
+    if isinstance(html.get("theme"), list):
+        names_ = [t for t in html["theme"] if not str(t).endswith(".scss")]
+        html["theme"] = names_[0] if len(names_) == 1 else names_
     cfg.setdefault("project", {})["output-dir"] = str(out)
     names = {str(k): str(v.with_suffix(".ipynb")) for k, v in pages.items()}
 
@@ -636,30 +881,24 @@ def site_config(proj: Project, pages: dict, out: Path, res: Result) -> dict:
     return cfg
 
 
-def post_process(out: Path, widget_states: dict, res: Result):
-    "Embed widget state, check the maths script, and make sure no raw directive or widget repr survived."
-    for page, state in widget_states.items():
-        f = out / page
-        text = f.read_text(encoding="utf-8")
-        if 'class="bn-widget"' not in text and not state:
-            continue
+def post_process(out: Path, res: Result, conv=None):
+    """Convert the maths of raw HTML (reference lists) to MathML, number the tables of contents, move figures into
+    files that load lazily, make the pages self-contained (no web font, script or stylesheet from another host),
+    rank prose above API names in search, and make sure no raw directive or widget repr survived."""
+    from figures import extract_images
 
-        def view(m):
-            return f'<script type="{WIDGET_VIEW}">{htmllib.unescape(m.group(1))}</script>'
-
-        text = re.sub(r'<div class="bn-widget" data-widget-view="([^"]*)"></div>', view, text)
-        if state:
-            blob = json.dumps(state).replace("</", "<\\/")
-            # deferred, so they run after KaTeX (also deferred, in the head): a require.js loaded earlier makes
-            # KaTeX's UMD bundle call define() and KaTeX never reaches window.katex
-            text = text.replace("</body>", f'<script src="{REQUIRE_JS}" defer></script>\n<script src="{WIDGETS_JS}" crossorigin="anonymous" defer></script>\n'
-                                f'<script type="{WIDGET_STATE}">{blob}</script>\n</body>', 1)
-        f.write_text(text, encoding="utf-8")
     ids = {f.relative_to(out).as_posix(): set(re.findall(r'\bid="([^"]+)"', f.read_text(encoding="utf-8"))) for f in out.rglob("*.html")}
     for f in sorted(out.rglob("*.html")):
         text = f.read_text(encoding="utf-8")
         rel = f.relative_to(out)
-        fixed = fix_symbol_links(text, rel.as_posix(), ids)
+        fixed = number_toc(fix_symbol_links(text, rel.as_posix(), ids))
+        fixed = extract_images(fixed, f, out)[0]
+        fixed = re.sub(r"<img\b(?![^>]*\balt=)", '<img alt="Figure (output of the code above)"', fixed)
+        if conv is not None:
+            from mathml import convert_html_math, html_math_spans
+
+            conv.prepare(html_math_spans(fixed))
+            fixed = convert_html_math(fixed, conv)
         # an icon-only navbar entry (`icon: github` + `href:`, no text): Quarto shows the icon alone,
         # smalldocs repeats the URL as its text
         fixed = re.sub(r'<a class="nav-link" href="([^"]+)">(<i class="bi [^"]+" role="img"></i>) <span class="menu-text">\1</span></a>',
@@ -675,6 +914,83 @@ def post_process(out: Path, widget_states: dict, res: Result):
                 res.warn(f"{rel}: a `show_doc(` call is left on the page")
         if "interactive(children=" in text:
             res.warn(f"{rel}: a widget text repr is left on the page")
+        for url in sorted(set(external_assets(text))):
+            res.warn(f"{rel}: loads {url} from the network (the site must work offline)")
+    make_self_contained(out, res)
+    rank_search(out)
+    if conv is not None and conv.failed:
+        for tex in dict.fromkeys(conv.failed):
+            res.warn(f"pandoc could not convert the TeX {tex!r} to MathML; it is shown as TeX")
+
+
+_EXTERNAL = re.compile(r'<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc="((?:https?:)?//[^"]+)"|<link\b[^>]*\bhref="((?:https?:)?//[^"]+)"[^>]*>')
+
+
+def external_assets(text: str) -> list[str]:
+    "URLs on other hosts that a page loads by itself (scripts, stylesheets, images, frames); links to follow are fine."
+    out = []
+    for m in _EXTERNAL.finditer(text):
+        url = m.group(1) or m.group(2)
+        tag = m.group(0)
+        if m.group(2) and not re.search(r'rel="(stylesheet|preload|modulepreload|icon)"', tag):
+            continue
+        out.append(url)
+    return out
+
+
+def rank_search(out: Path):
+    """Rank prose above API names in search.json. The search (Fuse) weighs section titles twice as much as text,
+    so a query such as "Gibbs" listed every `gibbs_*` function before the sections that explain Gibbs sampling.
+    An API entry (a show_doc section, `.unlisted`) gets the section title "API reference" with its name at the
+    start of its text, and API entries follow the prose entries (Fuse keeps the index order between equal scores)."""
+    f = out / "search.json"
+    if not f.is_file():
+        return
+    api = set()
+    for page in out.rglob("*.html"):
+        rel = page.relative_to(out).as_posix()
+        for ident in re.findall(r'<(?:section|h[1-6]) id="([^"]+)" class="[^"]*\bunlisted\b', page.read_text(encoding="utf-8")):
+            api.add(f"{rel}#{ident}")
+    entries = json.loads(f.read_text(encoding="utf-8"))
+    prose, names = [], []
+    for e in entries:
+        if e.get("href") in api:
+            e["text"] = f"{e.get('section', '')}: {e.get('text', '')}"
+            e["section"] = "API reference"
+            names.append(e)
+        else:
+            prose.append(e)
+    f.write_text(json.dumps(prose + names, ensure_ascii=False), encoding="utf-8")
+
+
+def make_self_contained(out: Path, res: Result):
+    """Drop what the site's own assets would fetch from the network: Bootswatch themes `@import` their web font
+    from Google Fonts (the theme's font stack then falls back to the reader's system fonts, as Quarto's
+    `$web-font-path: false` does). Any other `url(http...)` or `@import` of another host left in a stylesheet is reported."""
+    for css in sorted(out.rglob("*.css")):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        new = re.sub(r"@import\s+url\((['\"]?)(?:https?:)?//[^)]*\1\)\s*;?", "", text)
+        if new != text:
+            css.write_text(new, encoding="utf-8")
+        for url in re.findall(r"url\((['\"]?)((?:https?:)?//[^)'\"]+)\1\)", new):
+            res.warn(f"{css.relative_to(out)}: loads {url[1]} from the network (the site must work offline)")
+    for js in sorted(out.rglob("*.js")):
+        text = js.read_text(encoding="utf-8", errors="replace")
+        for url in sorted(set(re.findall(r"""["'`]((?:https?:)?//cdn[^"'`\s]+)""", text))):
+            res.warn(f"{js.relative_to(out)}: refers to {url} (the site must work offline)")
+
+
+def number_toc(text: str) -> str:
+    "Put each section's number in front of its table-of-contents entry, as Quarto does with `number-sections`."
+    nums = dict(re.findall(r'data-anchor-id="([^"]+)"><span class="header-section-number">([^<]+)</span>', text))
+    if not nums:
+        return text
+
+    def sub(m):
+        n = nums.get(htmllib.unescape(m.group(2)))
+        return m.group(1) + (f'<span class="header-section-number">{n}</span> ' if n else "")
+
+    return re.sub(r'(<a href="#([^"]+)" id="toc-[^"]*" class="nav-link[^"]*"[^>]*>)(?!<span class="header-section-number">)', sub, text)
 
 
 def fix_symbol_links(text: str, page: str, ids: dict) -> str:
@@ -701,6 +1017,7 @@ def build_fallback(proj: Project, staged: dict, out: Path, build: Path, res: Res
     from smalldocs.site import build as sd_build
 
     from citations import Bibliography
+    from mathml import MathConverter
 
     import yaml
     from execnb.nbio import write_nb
@@ -729,28 +1046,51 @@ def build_fallback(proj: Project, staged: dict, out: Path, build: Path, res: Res
     if bib is None:
         res.warn(f"no bibliography at {bibfile}: citations are left as written")
     linker = Linker(proj, pages)
-    states = {}
+    conv = MathConverter()
+    readme = proj.cfg.get("readme_nb", "index.ipynb")
     with project_cwd(proj.root):  # nbdev's processors read settings.ini from the working directory
         for nb, path in staged.items():
             tn = time.time()
-            pnb, state = process_notebook(path, nb, pages[nb], linker, bib, res, show_exports)
+            links = None if str(nb) == readme else notebook_links(proj, nb)
+            pnb = process_notebook(path, nb, pages[nb], linker, bib, res, show_exports, conv, links)
             dest = site / pages[nb].with_suffix(".ipynb")
             dest.parent.mkdir(parents=True, exist_ok=True)
             write_nb(pnb, dest)
-            states[pages[nb]] = state
             say(f"  {nb} -> {pages[nb]} (processed in {time.time() - tn:.1f} s)")
     (site / "_quarto.yml").write_text(yaml.safe_dump(site_config(proj, pages, out, res), sort_keys=False), encoding="utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
     ts = time.time()
-    sd = sd_build(site, quiet=quiet)
+    conv.prepare(site_math(site))
+    say(f"  converted {len(conv._mathml)} formula(s) to MathML with pandoc ({time.time() - ts:.1f} s)")
+    ts = time.time()
+    with smalldocs_mathml(conv):
+        sd = sd_build(site, quiet=quiet)
     say(f"  smalldocs wrote {len(pages)} page(s) to {out} ({time.time() - ts:.1f} s)")
     for w in sd.warnings:
         if re.search(r"unknown key (bibliography|reference-location)|executable cell\(s\) shown but not run", w):
             continue  # handled here: citations by tools/citations.py, cells were executed by nbclient
         res.warn(f"smalldocs: {w}")
     res.pages = {str(nb): str(pg) for nb, pg in pages.items()}
-    post_process(out, states, res)
+    ship_files(proj, staged, out, res)
+    post_process(out, res, conv)
     say(f"processed and rendered {len(pages)} page(s) ({time.time() - t:.1f} s)")
+
+
+def ship_files(proj: Project, staged: dict, out: Path, res: Result):
+    """Put beside the pages what they link to: each chapter's notebook (as in nbs/, for "Download .ipynb") and the
+    frames of its scrubbers (rendered when it was executed)."""
+    readme = proj.cfg.get("readme_nb", "index.ipynb")
+    for nb, path in staged.items():
+        if str(nb) != readme:
+            dest = out / NOTEBOOKS_DIR / nb
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(proj.nbs / nb, dest)
+        frames = Path(path).with_name(Path(path).stem + ".frames")
+        if Path(path) != proj.nbs / nb and frames.is_dir():
+            dest = out / SCRUBBERS_DIR / page_name(nb).with_suffix("")
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(frames, dest)
 
 
 # ------------------------------------------------------------------------------------------ quarto site
@@ -775,7 +1115,8 @@ def build_quarto(proj: Project, staged: dict, out: Path, build: Path, res: Resul
         dest = snbs / nb
         dest.parent.mkdir(parents=True, exist_ok=True)
         n = read_nb(path)
-        prepare_for_docs(n, show_exports)
+        links = None if str(nb) == proj.cfg.get("readme_nb", "index.ipynb") else notebook_links(proj, nb)
+        prepare_for_docs(n, show_exports, nb, links)
         write_nb(n, dest)
     ensure_nbdev_lookup(proj)
     import nbdev.serve
@@ -784,7 +1125,8 @@ def build_quarto(proj: Project, staged: dict, out: Path, build: Path, res: Resul
     # proc_nbs calls `FilterDefaults()(nb)` for each notebook: use the same output-preserving filters as the
     # offline build (this works because n_workers=0 keeps proc_nbs in this process)
     orig_filters = nbdev.serve.FilterDefaults
-    nbdev.serve.FilterDefaults = lambda: doc_filters("notebook", res.warn)
+    settings = page_settings(proj.quarto_yml())
+    nbdev.serve.FilterDefaults = lambda: doc_filters("notebook", res.warn, settings)
     try:
         with project_cwd(stage):
             nbdev_docs.__wrapped__(n_workers=0)  # in-process, so the lookup and filters above apply
@@ -793,12 +1135,14 @@ def build_quarto(proj: Project, staged: dict, out: Path, build: Path, res: Resul
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(stage / proj.doc_path.name, out)
+    ship_files(proj, staged, out, res)
     res.pages = {str(nb): str(page_name(nb)) for nb in staged}
 
 
 # ------------------------------------------------------------------------------------------ main
 def build_site(root: Path, out: Path | None = None, build: Path | None = None, *, execute=True, patterns=None,
-               fallback=False, export=True, timeout=600, force=False, show_exports=True, quiet=True) -> Result:
+               fallback=False, export=True, timeout=600, force=False, show_exports=True, quiet=True,
+               scrubber_budget: float = 30.0) -> Result:
     t0 = time.time()
     proj = Project(root)
     sys.path.insert(0, str(proj.root))
@@ -812,7 +1156,8 @@ def build_site(root: Path, out: Path | None = None, build: Path | None = None, *
     if not nbs:
         raise SystemExit(f"no notebooks in {proj.nbs}")
     say(f"staging {len(nbs)} notebook(s) in {build / 'exec'}")
-    staged = stage_notebooks(proj, nbs, build, res, execute=execute, patterns=patterns, timeout=timeout, force=force)
+    staged = stage_notebooks(proj, nbs, build, res, execute=execute, patterns=patterns, timeout=timeout, force=force,
+                             budget=scrubber_budget)
     if shutil.which("quarto") and not fallback:
         say("quarto found: building with nbdev_docs")
         build_quarto(proj, staged, out, build, res, show_exports)
@@ -851,6 +1196,8 @@ def main(argv=None):
     p.add_argument("--fallback", action="store_true", help="build the offline site even if quarto is installed")
     p.add_argument("--no-export", action="store_true", help="skip nbdev_export (use the package as it is)")
     p.add_argument("--hide-export-source", action="store_true", help="nbdev's default: hide the code of `#| export` cells (only show_doc)")
+    p.add_argument("--scrubber-budget", type=float, default=30.0, metavar="SECONDS",
+                   help="time to spend rendering the frames of each interactive widget (default 30)")
     p.add_argument("--strict", action="store_true", help="exit 1 when the build has warnings (unknown citations, broken links, ...)")
     p.add_argument("--verbose", action="store_true", help="print smalldocs' progress")
     p.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 after building it")
@@ -859,7 +1206,7 @@ def main(argv=None):
     patterns = [s.strip() for s in a.exec_glob.split("|") if s.strip()] if a.exec_glob else None
     res = build_site(a.root, a.out, a.build_dir, execute=not a.no_exec, patterns=patterns, fallback=a.fallback,
                      export=not a.no_export, timeout=a.timeout, force=a.force, show_exports=not a.hide_export_source,
-                     quiet=not a.verbose)
+                     quiet=not a.verbose, scrubber_budget=a.scrubber_budget)
     if a.strict and res.warnings:
         say(f"--strict: {len(res.warnings)} warning(s)")
         return 1

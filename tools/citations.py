@@ -9,7 +9,8 @@ here before smalldocs renders the page:
 
 Code spans, fenced code and maths are never touched. The reference list is pybtex's `plain` style rendered
 with its HTML backend (or its markdown backend for the README); only the in-text author-year label is built
-here, from pybtex's parsed person names.
+here, from pybtex's parsed person names. Maths in the .bib (`{$\\widehat{R}$}` in a title) is kept out of pybtex's
+hands and comes back as a maths span (HTML, which the site turns into MathML) or as `$...$` (markdown).
 """
 from __future__ import annotations
 
@@ -42,6 +43,32 @@ def strip_bib_comments(text: str) -> str:
     return re.sub(r"(?m)^[ \t]*%.*$", "", text)
 
 
+_MATH = re.compile(r"(?<!\\)\$([^$]+?)(?<!\\)\$")
+_PLACEHOLDER = re.compile(r"XBNMATH(\d+)X", re.I)
+
+
+def protect_math(text: str) -> tuple[str, list]:
+    """Replace each `$...$` of a .bib text by a placeholder that pybtex passes through untouched (pybtex reads the
+    braces inside maths as BibTeX groups and changes case outside them): `$\\widehat{R}$` -> `{XBNMATH0X}`.
+    Returns the text and the formulas; `restore_math` puts them back into formatted output."""
+    found = []
+
+    def sub(m):
+        found.append(m.group(1))
+        return "{XBNMATH%dX}" % (len(found) - 1)
+
+    return _MATH.sub(sub, text), found
+
+
+def restore_math(text: str, math: list, fmt: str) -> str:
+    "Put the formulas back: `html` as `<span class=\"math inline\">\\(tex\\)</span>` (the site converts it), else `$tex$`."
+    def sub(m):
+        tex = math[int(m.group(1))]
+        return f'<span class="math inline">\\({html.escape(tex)}\\)</span>' if fmt == "html" else f"${tex}$"
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
 _BACKENDS: dict = {}
 
 
@@ -52,8 +79,8 @@ def _backend(name: str):
     return _BACKENDS[name]
 
 
-def _latex_text(s: str) -> str:
-    return Text.from_latex(s).render(_backend("text"))
+def _latex_text(s: str, math: list | None = None) -> str:
+    return restore_math(Text.from_latex(s).render(_backend("text")), math or [], "markdown")
 
 
 @dataclass
@@ -68,7 +95,8 @@ class Bibliography:
 
     def __init__(self, path, style: str = "plain"):
         self.path = Path(path)
-        self.data = parse_string(strip_bib_comments(self.path.read_text(encoding="utf-8")), "bibtex")
+        text, self.math = protect_math(strip_bib_comments(self.path.read_text(encoding="utf-8")))
+        self.data = parse_string(text, "bibtex")
         self.style = find_plugin("pybtex.style.formatting", style)()
         self.keys = {k.lower(): k for k in self.data.entries.keys()}
 
@@ -82,7 +110,7 @@ class Bibliography:
         people = e.persons.get("author") or e.persons.get("editor") or []
         names = [_latex_text(" ".join(p.prelast_names + p.last_names)) for p in people]
         if not names:
-            return _latex_text(e.fields.get("organization", e.fields.get("title", key)))
+            return _latex_text(e.fields.get("organization", e.fields.get("title", key)), self.math)
         if len(names) == 1:
             return names[0]
         if len(names) == 2:
@@ -164,11 +192,11 @@ class Bibliography:
     def references_html(self, keys) -> str:
         "The reference list as HTML, one `div#ref-<key>` per entry, in the markup Quarto uses."
         backend = _backend("html")
-        rows = [f'<div id="ref-{e.key}" class="csl-entry">{e.text.render(backend).replace(chr(10), " ")}</div>'
+        rows = [f'<div id="ref-{e.key}" class="csl-entry">{restore_math(e.text.render(backend).replace(chr(10), " "), self.math, "html")}</div>'
                 for e in self.formatted(keys)]
         return '<div id="refs" class="references csl-bib-body" role="list">\n' + "\n".join(rows) + "\n</div>"
 
     def references_markdown(self, keys) -> str:
         "The reference list as markdown, one paragraph per entry."
         backend = _backend("markdown")
-        return "\n\n".join(e.text.render(backend).replace("\n", " ") for e in self.formatted(keys))
+        return "\n\n".join(restore_math(e.text.render(backend).replace("\n", " "), self.math, "markdown") for e in self.formatted(keys))
