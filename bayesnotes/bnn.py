@@ -19,12 +19,12 @@ from .core import (as_rng, check_count, check_finite, check_positive, Adam, COLO
 from .core import progress as _progress
 
 # %% auto #0
-__all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_RUN', 'BNN_REFERENCE_RUN', 'BNN_REFERENCE_SEED',
-           'BNN_REFERENCE_FILE', 'BNN_REFERENCE_GRID', 'BENCHMARK_MODEL', 'BENCHMARK_TRAIN', 'mlp_n_params',
-           'mlp_prior_std', 'mlp_init', 'mlp_apply', 'sample_prior_functions', 'fig_prior_functions', 'toy_function',
-           'toy_regression_data', 'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood', 'calibration',
-           'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'kl_diag_gauss', 'kl_weights', 'BBBFit',
-           'bayes_by_backprop', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows',
+__all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_RUN', 'BNN_REFERENCE_RUN', 'BNN_REFERENCE_THIN',
+           'BNN_REFERENCE_SEED', 'BNN_REFERENCE_FILE', 'BNN_REFERENCE_GRID', 'BENCHMARK_MODEL', 'BENCHMARK_TRAIN',
+           'mlp_n_params', 'mlp_prior_std', 'mlp_init', 'mlp_apply', 'sample_prior_functions', 'fig_prior_functions',
+           'toy_function', 'toy_regression_data', 'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood',
+           'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'kl_diag_gauss', 'kl_weights',
+           'BBBFit', 'bayes_by_backprop', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows',
            'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive',
            'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression',
            'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference',
@@ -581,16 +581,18 @@ class ToyComparison(NamedTuple):
     seconds: dict       # method name -> CPU seconds of the fit
 
 def toy_comparison(n_train:int=20,  # training points
-                   seed:int=0,      # data and fitting seed
+                   seed:int=0,      # seed of the fits (the algorithms' random numbers)
                    hidden:int=50,   # hidden units of the one-hidden-layer network
-                   nuts:bool=False, # add NUTS: the stored reference (`nuts_reference`) for (20, 0, 10), else a short `NUTS_RUN`
+                   nuts:bool=False, # add NUTS: the stored reference (`nuts_reference`) for 20 points of data seed 0 and
+                                    # 10 hidden units, else a short `NUTS_RUN`
+                   data_seed:int=0, # seed of the training data (the book's worked example: 0)
                   ) -> ToyComparison:
     "Fit MAP, BBB, MC dropout, (anchored) ensembles, Laplace (last layer, full GGN) and optionally NUTS to toy data (cached)."
-    return _toy_comparison(int(n_train), int(seed), int(hidden), bool(nuts))
+    return _toy_comparison(int(n_train), int(seed), int(hidden), bool(nuts), int(data_seed))
 
-@functools.lru_cache(maxsize=4)
-def _toy_comparison(n_train, seed, hidden, nuts):
-    X, y = toy_regression_data(n_train, seed)
+@functools.lru_cache(maxsize=6)
+def _toy_comparison(n_train, seed, hidden, nuts, data_seed):
+    X, y = toy_regression_data(n_train, data_seed)
     seeds = np.random.SeedSequence(seed).generate_state(8)
     model = {**TOY_MODEL, "hidden": (hidden,)}
     kw = dict(**model, **TOY_TRAIN, batch_size=None if n_train <= 100 else 100)
@@ -604,7 +606,7 @@ def _toy_comparison(n_train, seed, hidden, nuts):
     timed("anchored ensemble", lambda: deep_ensemble(X, y, rng=int(seeds[4]), anchored=True, **kw))
     timed("Laplace (last layer)", lambda: laplace_last_layer(X, y, fit=fits["MAP"]))
     timed("Laplace (full GGN)", lambda: laplace_ggn(X, y, fit=fits["MAP"], subset="all"))
-    if nuts and (n_train, seed, hidden) == (20, 0, 10):   # the book's comparison: the stored reference
+    if nuts and (n_train, data_seed, hidden) == (20, 0, 10):   # the book's comparison: the stored reference
         fits["NUTS"] = nuts_reference()
         secs["NUTS"] = fits["NUTS"].result.provenance["cpu_seconds"]
     elif nuts:
@@ -617,7 +619,7 @@ def _band(ax, x, pred, color, n_lines=3):
     ax.plot(x, pred.mean, color=color, lw=1.8)
 
 def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
-                       seed:int=0):     # seed of `toy_comparison`
+                       seed:int=0):     # seed of the fits (`toy_comparison`)
     "Predictive mean, +-2 sd band and three function draws of every method on the toy problem."
     tc = toy_comparison(n_train, seed)
     x = np.linspace(-2, 2, 300)
@@ -638,7 +640,7 @@ def toy_metrics(n_train:int=20, seed:int=0, # as in `toy_comparison`
                 n_test:int=1000, n_samples:int=200) -> dict: # test points from the data range; predictive draws
     "RMSE, test log-likelihood, calibration error and fit seconds of every toy method (dict of dicts)."
     tc = toy_comparison(n_train, seed)
-    Xt, yt = toy_regression_data(n_test, seed + 10_000)
+    Xt, yt = toy_regression_data(n_test, 10_000)     # a fixed test set
     out = {}
     for name, fit in tc.fits.items():
         p = fit.predict(Xt, n_samples=n_samples, rng=seed)
@@ -656,10 +658,10 @@ def format_table(rows:dict,      # row name -> dict of column -> value (a float 
     return "\n".join(lines)
 
 # %% ../nbs/07_bnn.ipynb #608a51af
-def fig_calibration(seed:int=0, n_test:int=1000): # seed of `toy_comparison`; test points
+def fig_calibration(seed:int=0, n_test:int=1000): # seed of the fits (`toy_comparison`); test points
     "Reliability diagrams (observed vs nominal coverage of central intervals) of every toy method."
     fig, axes = new_figure(1, 2, width=10, height=4, sharey=True)
-    Xt, yt = toy_regression_data(n_test, seed + 10_000)
+    Xt, yt = toy_regression_data(n_test, 10_000)     # the test set of `toy_metrics`
     for ax, n in zip(axes, (20, 400)):
         for k, (name, fit) in enumerate(toy_comparison(n, seed).fits.items()):
             p = fit.predict(Xt, 200, rng=seed)
@@ -703,7 +705,8 @@ def nuts_regression(X, y, rng=None, hidden=(10,), activation="relu", weight_scal
                     n_chains:int=8, n_warmup:int=150, n_draws:int=100, # run length
                     max_depth:int=7,      # maximum NUTS tree depth (at most 2^max_depth - 1 leapfrog steps)
                     init=None,            # starting weights (n_chains, P); default: anchored-ensemble members
-                    progress:bool=False) -> SamplesFit:
+                    progress:bool=False,
+                    **sampler) -> SamplesFit: # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of eta)
     "Sample the BNN posterior with NUTS (`bayesnotes.mcmc.sample`) in whitened weights; draws (chain, draw, P)."
     from bayesnotes.mcmc import sample
     if noise_std is None: raise ValueError("noise_std must be a fixed positive number for nuts_regression")
@@ -720,15 +723,16 @@ def nuts_regression(X, y, rng=None, hidden=(10,), activation="relu", weight_scal
     target = regression_target(X, y, sizes, activation, prior_std, noise_std)
     with blas_threads():
         res = sample("nuts", target, x0=init / prior_std, n_warmup=n_warmup, n_draws=n_draws, n_chains=n_chains,
-                     rng=rng, progress=progress, max_depth=max_depth)
+                     rng=rng, progress=progress, max_depth=max_depth, **sampler)
     return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=activation, prior_std=prior_std,
                       noise_std=noise_std, trace=None, method="NUTS")
 
-def nuts_distances(seed:int=0, n_grid:int=81) -> dict: # seed of `toy_comparison`; grid points on [-2, 2]
+def nuts_distances(seed:int=0, n_grid:int=81, # seed of the fits (`toy_comparison`); grid points on [-2, 2]
+                   reference=None) -> dict:     # NUTS fit to compare with; default: the one of `toy_comparison` (stored)
     "Mean Wasserstein-1 distance between each method's draws of f(x) and the NUTS draws, inside and outside [-1, 1]."
-    tc = toy_comparison(20, seed, hidden=10, nuts=True)
+    tc = toy_comparison(20, seed, hidden=10, nuts=reference is None)
     x = np.linspace(-2, 2, n_grid); inside = np.abs(x) <= 1
-    ref = tc.fits["NUTS"].function_draws(x[:, None]).reshape(-1, n_grid)
+    ref = (tc.fits["NUTS"] if reference is None else reference).function_draws(x[:, None]).reshape(-1, n_grid)
     out = {}
     for name, fit in tc.fits.items():
         if name == "NUTS": continue
@@ -737,11 +741,12 @@ def nuts_distances(seed:int=0, n_grid:int=81) -> dict: # seed of `toy_comparison
         out[name] = {"W1 inside data": float(w[inside].mean()), "W1 outside data": float(w[~inside].mean())}
     return out
 
-def fig_nuts_reference(seed:int=0): # seed of `toy_comparison`
+def fig_nuts_reference(seed:int=0,     # seed of the fits (`toy_comparison`)
+                       reference=None): # NUTS fit to draw; default: the one of `toy_comparison` (stored)
     "Each approximation (blue) against the NUTS reference (grey band) on the 10-unit network, 20 toy points."
-    tc = toy_comparison(20, seed, hidden=10, nuts=True)
+    tc = toy_comparison(20, seed, hidden=10, nuts=reference is None)
     x = np.linspace(-2, 2, 300)
-    ref = tc.fits["NUTS"].predict(x[:, None], 800, rng=seed)
+    ref = (tc.fits["NUTS"] if reference is None else reference).predict(x[:, None], 800, rng=seed)
     names = [n for n in tc.fits if n != "NUTS"]
     fig, axes = new_figure(2, 4, width=13, height=5.8, sharex=True, sharey=True)
     for ax, name in zip(axes.ravel(), ["NUTS"] + names):
@@ -757,14 +762,16 @@ def fig_nuts_reference(seed:int=0): # seed of `toy_comparison`
 
 # %% ../nbs/07_bnn.ipynb #998b1a1a
 # The stored NUTS reference of the toy comparison (10 hidden units, the 20-point data set of seed 0). Generated by
-# `python tools/make_references.py bnn_toy_nuts` (about 15 minutes of one core) and shipped in bayesnotes/data.
-BNN_REFERENCE_RUN = dict(n_chains=8, n_warmup=300, n_draws=300, max_depth=10)
+# `python tools/make_references.py bnn_toy_nuts` (about 20 minutes of one core) and shipped in bayesnotes/data.
+BNN_REFERENCE_RUN = dict(n_chains=16, n_warmup=1000, n_draws=2000, max_depth=10)
+BNN_REFERENCE_THIN = 8          # every 8th draw is stored: 16 x 250 draws, about 0.5 MB
 BNN_REFERENCE_SEED = 20261124
 BNN_REFERENCE_FILE = "bnn_toy_nuts.npz"
-BNN_REFERENCE_GRID = np.linspace(-2, 2, 300)   # the inputs of `fig_nuts_reference`, where the reference is compared
+# where the reference is compared: the 300 inputs of `fig_nuts_reference` and the 81 of `nuts_distances`
+BNN_REFERENCE_GRID = np.union1d(np.linspace(-2, 2, 300), np.linspace(-2, 2, 81))
 
 class ReferenceStats(NamedTuple):
-    "Per-transition sampler statistics kept with a stored reference, each (chain, draw)."
+    "Per-transition sampler statistics kept with a stored reference, each (chain, draw), of every (unthinned) draw."
     tree_depth: np.ndarray   # NUTS tree depth of each transition
     divergent: np.ndarray    # divergent transition flags
     accept_prob: np.ndarray  # mean Metropolis acceptance probability of each trajectory
@@ -772,58 +779,67 @@ class ReferenceStats(NamedTuple):
 class StoredRun(NamedTuple):
     "What a stored reference keeps of its sampler run."
     stats: ReferenceStats    # per-transition statistics
+    step_size: np.ndarray    # (chain,) adapted step size
+    inv_mass: np.ndarray     # (chain, P) adapted diagonal inverse mass of the whitened weights
     provenance: dict         # settings, seed, library versions, diagnostics and run time of the generating run
 
 def _toy_reference_problem():
     X, y = toy_regression_data(20, 0)
     return X, y, {**TOY_MODEL, "hidden": (10,)}
 
-def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (about 15 min) instead of loading
+def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (about 20 min of CPU) instead of loading
                    progress:bool=False,  # progress bar when recomputing
                   ) -> SamplesFit:
-    "The NUTS reference posterior of the 10-unit toy network on 20 points: the stored draws, or a fresh run."
+    "The NUTS reference posterior of the 10-unit toy network on 20 points: the stored draws, or a fresh run (thinned alike)."
     X, y, model = _toy_reference_problem()
     if recompute:
-        return nuts_regression(X, y, rng=BNN_REFERENCE_SEED, progress=progress, **model, **BNN_REFERENCE_RUN)
+        fit = nuts_regression(X, y, rng=BNN_REFERENCE_SEED, progress=progress, **model, **BNN_REFERENCE_RUN)
+        res = fit.result
+        run = StoredRun(ReferenceStats(res.stats.tree_depth, res.stats.divergent, res.stats.accept_prob),
+                        res.step_size, res.inv_mass, {"settings": dict(BNN_REFERENCE_RUN, thin=BNN_REFERENCE_THIN)})
+        return SamplesFit(fit.draws[:, ::BNN_REFERENCE_THIN], run, sizes=fit.sizes, activation=fit.activation,
+                          prior_std=fit.prior_std, noise_std=fit.noise_std, trace=None, method="NUTS")
     import json
     from importlib import resources
     with resources.files("bayesnotes").joinpath("data/" + BNN_REFERENCE_FILE).open("rb") as f:
         z = np.load(f)
-        draws, stats_ = z["draws"].astype(float), ReferenceStats(z["tree_depth"], z["divergent"], z["accept_prob"])
-        provenance = json.loads(str(z["provenance"]))
+        run = StoredRun(ReferenceStats(z["tree_depth"], z["divergent"], z["accept_prob"]), z["step_size"],
+                        z["inv_mass"], json.loads(str(z["provenance"])))
+        draws = z["draws"].astype(float)
     _, _, sizes, prior_std, noise_std, _ = _setup(X, y, model["hidden"], model["activation"], model["weight_scale"],
                                                   model["bias_scale"], model["noise_std"], 1, 1., None)
-    return SamplesFit(draws, StoredRun(stats_, provenance), sizes=sizes, activation=model["activation"],
+    return SamplesFit(draws, run, sizes=sizes, activation=model["activation"],
                       prior_std=prior_std, noise_std=noise_std, trace=None, method="NUTS")
 
-def reference_diagnostics(fit:SamplesFit, # a NUTS fit of the toy network (`nuts_reference`)
+def reference_diagnostics(fit:SamplesFit, # a NUTS reference of the toy network (`nuts_reference`)
                           x=None,         # inputs where f(x) is compared; default `BNN_REFERENCE_GRID`
                          ) -> dict:
     """Convergence of f(x) on the comparison grid: worst rank-normalised R-hat and smallest bulk/tail ESS of f(x) and
-    of (f(x) - mean)^2 (which the predictive sd depends on), plus tree-depth saturation and divergences."""
+    of (f(x) - mean)^2 (which the predictive sd depends on), plus tree depths and divergences of every transition."""
     from bayesnotes.diagnostics import rhat, ess_bulk, ess_tail
     x = BNN_REFERENCE_GRID if x is None else np.asarray(x, dtype=float).reshape(-1)
     f = fit.function_draws(x[:, None])
     sq = (f - f.mean(axis=(0, 1))) ** 2
-    st = fit.result.stats
-    depth_cap = int(fit.result.provenance["settings"]["max_depth"] if isinstance(fit.result, StoredRun)
-                    else BNN_REFERENCE_RUN["max_depth"])
+    st, cap = fit.result.stats, int(fit.result.provenance["settings"]["max_depth"])
     return {"max R-hat f(x)": float(np.max(rhat(f))), "max R-hat (f - mean)^2": float(np.max(rhat(sq))),
             "min bulk ESS f(x)": float(np.min(ess_bulk(f))), "min tail ESS f(x)": float(np.min(ess_tail(f))),
             "min bulk ESS (f - mean)^2": float(np.min(ess_bulk(sq))),
-            "draws": int(f.shape[0] * f.shape[1]), "divergences": int(np.sum(st.divergent)),
+            "chains x stored draws": f"{f.shape[0]} x {f.shape[1]}", "divergences": int(np.sum(st.divergent)),
             "mean tree depth": float(np.mean(st.tree_depth)), "max tree depth": int(np.max(st.tree_depth)),
-            "fraction at the depth cap": float(np.mean(st.tree_depth >= depth_cap))}
+            "fraction at the depth cap": float(np.mean(st.tree_depth >= cap)),
+            "mean acceptance": float(np.mean(st.accept_prob))}
 
-def save_nuts_reference(fit:SamplesFit, # the fresh run (`nuts_reference(recompute=True)`)
+def save_nuts_reference(fit:SamplesFit, # a reference run (`nuts_reference(recompute=True)`)
                         path,           # file to write (.npz)
                         provenance:dict, # settings, seed, versions, diagnostics and timing to keep with the draws
                        ):
-    "Store a NUTS reference compactly: float32 draws (chain, draw, P), per-transition stats, JSON provenance."
+    "Store a NUTS reference compactly: float32 draws (chain, draw, P), per-transition stats, adapted kernel, JSON provenance."
     import json
-    st = fit.result.stats
-    np.savez_compressed(path, draws=fit.draws.astype(np.float32), tree_depth=np.asarray(st.tree_depth, np.int8),
-                        divergent=np.asarray(st.divergent, bool), accept_prob=np.asarray(st.accept_prob, np.float32),
+    run = fit.result
+    np.savez_compressed(path, draws=fit.draws.astype(np.float32), tree_depth=np.asarray(run.stats.tree_depth, np.int8),
+                        divergent=np.asarray(run.stats.divergent, bool),
+                        accept_prob=np.asarray(run.stats.accept_prob, np.float32),
+                        step_size=np.asarray(run.step_size, float), inv_mass=np.asarray(run.inv_mass, float),
                         provenance=np.array(json.dumps(provenance, sort_keys=True)))
 
 

@@ -262,7 +262,7 @@ VAE_TRAIN = dict(epochs=60, batch_size=128, lr=1e-2)
 
 @functools.lru_cache(maxsize=16)
 def _trained_vae(latent_dim, beta, warmup_epochs, epochs, seed):
-    data = digits_data(seed)
+    data = digits_data()      # the chapter's fixed split: `seed` drives only the initialisation and the training
     return VAE(latent_dim, (128,)).fit(data.X_train, epochs=epochs, batch_size=VAE_TRAIN["batch_size"],
                                        lr=VAE_TRAIN["lr"], rng=seed, beta=beta, warmup_epochs=warmup_epochs,
                                        X_val=data.X_test)
@@ -271,7 +271,7 @@ def trained_vae(latent_dim:int=2,       # dimension of z
                 beta:float=1.,          # KL weight (0: autoencoder)
                 warmup_epochs:int=0,    # KL annealing epochs
                 epochs:int=None,        # default VAE_TRAIN["epochs"]
-                seed:int=0) -> VAE:     # split, initialisation and training seed
+                seed:int=0) -> VAE:     # initialisation and training seed (the split is `digits_data()`)
     "A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings (cached)."
     return _trained_vae(int(latent_dim), float(beta), int(warmup_epochs),
                         int(epochs or VAE_TRAIN["epochs"]), int(seed))
@@ -289,7 +289,7 @@ def fig_learning_curve(latent_dim:int=2, seed:int=0): # latent dimension; seed o
 # %% ../nbs/08_vae.ipynb #317493e1
 def fig_reconstructions(latent_dims=(2, 8), n:int=10, seed:int=0): # models shown; images; seed
     "Test images (top) and their reconstructions by VAEs with different latent dimensions."
-    data = digits_data(seed)
+    data = digits_data()
     X = data.X_test[:n]
     fig, axes = new_figure(1 + len(latent_dims), n, width=n * 0.8, height=0.9 * (1 + len(latent_dims)))
     show_images(axes[0], X); axes[0, 0].set_ylabel("data", rotation=0, ha="right")
@@ -310,7 +310,7 @@ def fig_samples(latent_dims=(2, 8), n:int=30, seed:int=0): # models shown; sampl
 def fig_latent_space(n_grid:int=12, seed:int=0): # grid side of the manifold; seed of `trained_vae`
     "Encoder means of the test images coloured by digit (left) and the decoded manifold on a quantile grid (right)."
     from scipy.stats import norm
-    vae, data = trained_vae(2, seed=seed), digits_data(seed)
+    vae, data = trained_vae(2, seed=seed), digits_data()
     mu, _ = vae.encode(data.X_test)
     fig = new_figure(width=12, height=5.6)[0]
     fig.clf()
@@ -337,7 +337,7 @@ LATENT_DIMS = (2, 4, 8, 16)
 
 def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS, K:int=200, seed:int=0): # dims; IWAE samples; seed
     "Test ELBO during training for several latent dimensions, and final test ELBO / IWAE bound vs dimension."
-    data = digits_data(seed)
+    data = digits_data()
     fig, (a1, a2) = new_figure(1, 2, width=11, height=3.8)
     el, iw, tr = [], [], []
     for k, d in enumerate(latent_dims):
@@ -364,7 +364,7 @@ def iwae_curve(vae, X, Ks=IWAE_KS, rng=None): # trained VAE; images; numbers of 
 
 def fig_iwae_vs_k(latent_dims=(2, 8), Ks=IWAE_KS, seed:int=0): # models; numbers of samples; seed
     "Test IWAE bound against the number of importance samples K (K = 1 is the ELBO)."
-    data = digits_data(seed)
+    data = digits_data()
     fig, ax = new_figure(width=6, height=3.8)
     for k, d in enumerate(latent_dims):
         m, se = iwae_curve(trained_vae(d, seed=seed), data.X_test, Ks, rng=seed)
@@ -377,7 +377,7 @@ BETAS = (0.25, 0.5, 1., 2., 4.)
 
 def fig_rate_distortion(betas=BETAS, latent_dim:int=8, seed:int=0): # KL weights; latent dimension; seed
     "Test rate (KL) and distortion (-reconstruction) of beta-VAEs, with lines of constant ELBO."
-    data = digits_data(seed)
+    data = digits_data()
     fig, ax = new_figure(width=6, height=4.2)
     RD = np.array([trained_vae(latent_dim, beta=b, seed=seed).rate_distortion(data.X_test, 20, rng=seed) for b in betas])
     ax.plot(RD[:, 0], RD[:, 1], "o-", color=COLORS[0])
@@ -392,7 +392,7 @@ def fig_rate_distortion(betas=BETAS, latent_dim:int=8, seed:int=0): # KL weights
 # %% ../nbs/08_vae.ipynb #c2ada93a
 def fig_posterior_collapse(latent_dim:int=16, warmup:int=30, seed:int=0): # latent dimension; warm-up epochs; seed
     "Per-coordinate KL (sorted) for a plain, a KL-annealed and a beta = 4 VAE, with their active units."
-    data = digits_data(seed)
+    data = digits_data()
     models = {"beta = 1": trained_vae(latent_dim, seed=seed),
               f"beta = 1, KL annealing over {warmup} epochs": trained_vae(latent_dim, warmup_epochs=warmup, seed=seed),
               "beta = 4": trained_vae(latent_dim, beta=4., seed=seed)}
@@ -408,7 +408,7 @@ def fig_posterior_collapse(latent_dim:int=16, warmup:int=30, seed:int=0): # late
 # %% ../nbs/08_vae.ipynb #54845d5d
 def fig_ae_vs_vae(latent_dim:int=2, n:int=10, seed:int=0): # latent dimension; images per row; seed
     "Reconstructions and decoded prior samples of an autoencoder (beta = 0) and a VAE, plus both code clouds."
-    data = digits_data(seed)
+    data = digits_data()
     ae, vae = trained_vae(latent_dim, beta=0., seed=seed), trained_vae(latent_dim, seed=seed)
     fig = new_figure(width=12, height=4.2)[0]; fig.clf()
     sub = fig.subfigures(1, 2, width_ratios=[2, 1])
@@ -431,7 +431,7 @@ def fig_ae_vs_vae(latent_dim:int=2, n:int=10, seed:int=0): # latent dimension; i
 # %% ../nbs/08_vae.ipynb #43fbd16c
 def decode_latent(z1:float=0., z2:float=0., seed:int=0): # latent coordinates; seed of `trained_vae`
     "Decoded image of z = (z1, z2) under the 2-d VAE, next to the test codes with z marked."
-    vae, data = trained_vae(2, seed=seed), digits_data(seed)
+    vae, data = trained_vae(2, seed=seed), digits_data()
     mu = vae.encode(data.X_test)[0]
     fig, (a1, a2) = new_figure(1, 2, width=8, height=3.8, width_ratios=[1.3, 1])
     a1.scatter(mu[:, 0], mu[:, 1], s=6, c=data.y_test, cmap="tab10")

@@ -68,10 +68,16 @@ def test_training_improves_test_elbo(data, seed):
     before = v.elbo(data.X_test, n_samples=10, rng=seed(0))
     v.fit(data.X_train, epochs=15, rng=seed(3))          # fit continues from the current weights
     after = v.elbo(data.X_test, n_samples=10, rng=seed(0))
-    # MC error of each average (359 images x 10 draws) is below 0.1 nats; the improvement is several nats
-    assert after > before + 2
-    h = trained_vae(2).history                      # the book's model: recorded test ELBO rises
-    assert h["test_elbo"][-5:].mean() > h["test_elbo"][:2].mean() + 2
+    # MC error of each average (359 images x 10 draws) is below 0.1 nats. Over 20 seeds after - before is 5.7 +- 1.4
+    # nats (the spread comes from the first epoch: 4.2 spreads above 0) and after is -21.1 +- 0.2 nats (4.7 spreads
+    # above -22). An untrained VAE scores -35 to -65 nats, one trained for an epoch -25 to -29.
+    assert after > before
+    assert after > -22
+    # the book's model (64-128-2-128-64, 60 epochs) reaches the plateau the chapter quotes, about -20 nats: over 12
+    # training seeds the mean test ELBO of its last 10 epochs is -20.26 +- 0.12 (-20.5 to -20.1), 6 spreads inside
+    # (7.6 spreads over the 20 offsets of the seed sweep)
+    h = trained_vae(2, seed=seed(0)).history
+    assert -21 < h["test_elbo"][-10:].mean() < -19.5
 
 
 def test_iwae_bounds_increase_with_k_and_exceed_elbo(small_vae, data, seed):
@@ -84,17 +90,20 @@ def test_iwae_bounds_increase_with_k_and_exceed_elbo(small_vae, data, seed):
     for a, b in [(1, 10), (10, 100), (100, 1000)]:
         diff = L[b] - L[a]                     # per image
         se = diff.std(ddof=1) / np.sqrt(len(diff))
-        # E[L_b] >= E[L_a]: the mean paired difference may not be significantly negative (one-sided 4.9 se, false
-        # alarm 1e-6 per pair); that it is clearly positive is checked on the widest pair below
-        assert diff.mean() > -4.9 * se, (a, b, diff.mean(), se)
+        # E[L_b] >= E[L_a]: the mean paired difference may not be significantly negative (one-sided t test over the
+        # images, 3 pairs at 1e-6 / 3 each: t = 5.06 standard errors); that it is clearly positive is checked below
+        assert diff.mean() > -stats.t.isf(1e-6 / 3, len(diff) - 1) * se, (a, b, diff.mean(), se)
     wide = L[1000] - L[1]
     assert wide.mean() > 10 * wide.std(ddof=1) / np.sqrt(len(wide))      # measured: about 30 se
     # K = 1 is an unbiased estimate of the ELBO: it agrees with the closed-form-KL estimator within MC error
     el = np.array([small_vae.elbo(X[i:i + 1], 200, rng=seed(1000 + i)) for i in range(60)])
     diff = L[1][:60] - el
-    assert abs(diff.mean()) < 4.9 * diff.std(ddof=1) / np.sqrt(len(diff))   # CLT: false alarm 1e-6
+    # two-sided t test over the 60 images (t = 5.46 standard errors): false alarm 1e-6
+    assert abs(diff.mean()) < stats.t.isf(0.5e-6, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff))
     m, se = iwae_curve(small_vae, X[:100], (1, 20), rng=seed(0))
-    assert m[1] > m[0] and np.all(se > 0)
+    # independent draws for the two K: the K = 20 bound may not be significantly below the ELBO (one-sided t over the
+    # 100 images, 5.2 combined se: false alarm 1e-6); measured over 20 seeds: 0.41 +- 0.12 nats above it
+    assert m[1] - m[0] > -stats.t.isf(1e-6, 99) * np.hypot(*se) and np.all(se > 0)
 
 
 def test_iwae_converges_to_exact_log_likelihood(seed):
@@ -108,18 +117,19 @@ def test_iwae_converges_to_exact_log_likelihood(seed):
     # K = 1: the ELBO of each image, averaged over 200 independent draws (one draw is far too noisy to compare)
     per_1 = np.mean([v.iwae_per_image(X, 1, rng) for _ in range(200)], axis=0)
     per_big = v.iwae_per_image(X, 2000, rng)
-    # every bound is below log p(x) on average: the gap of K = 1 is KL(q || posterior) >= 0. One-sided, 4.9 standard
-    # errors over the 40 images: false alarm < 1e-6
+    # every bound is below log p(x) on average: the gap of K = 1 is KL(q || posterior) >= 0. One-sided t test over
+    # the 40 images (t = 5.58 standard errors): false alarm 1e-6
+    t40 = stats.t.isf(1e-6, len(X) - 1)
     gap1 = logpx - per_1
-    assert gap1.mean() > -4.9 * gap1.std(ddof=1) / np.sqrt(len(gap1))
+    assert gap1.mean() > -t40 * gap1.std(ddof=1) / np.sqrt(len(gap1))
     # with K = 2000 the bound is within a few hundredths of a nat of the exact value on average (measured over 10
     # seeds: mean |error| 0.003-0.008 nats). The per-image maximum is not asserted: importance weights are
     # heavy-tailed, and one image's log-mean-weight can overshoot log p(x) by 0.1 nats (seen at 1 seed in 10).
     assert np.abs(per_big - logpx).mean() < 0.05
     # E[L_1] <= E[L_K] (the IWAE bound increases with K): the paired difference over the 40 images may not be
-    # significantly negative, one-sided 4.9 se (false alarm < 1e-6); measured gap1 - gapK = 0.016-0.047 nats
+    # significantly negative, one-sided t test (5.58 se: false alarm 1e-6); measured gap1 - gapK = 0.016-0.047 nats
     diff = per_big - per_1
-    assert diff.mean() > -4.9 * diff.std(ddof=1) / np.sqrt(len(diff))
+    assert diff.mean() > -t40 * diff.std(ddof=1) / np.sqrt(len(diff))
 
 
 def test_samples_shape_and_range(small_vae, seed):

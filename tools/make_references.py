@@ -1,94 +1,154 @@
 """Long-run references the book compares against, generated here and shipped in bayesnotes/data with provenance.
 
-    python tools/make_references.py            # list the references
-    python tools/make_references.py NAME       # regenerate one (e.g. bnn_toy_nuts), minutes to an hour
+    python tools/make_references.py                  # list the references and the bar each must meet
+    python tools/make_references.py NAME             # regenerate one (e.g. bnn_toy_nuts): minutes to an hour
+    python tools/make_references.py NAME --out F     # write to F instead of bayesnotes/data (a trial run)
 
-A reference must earn the word: its diagnostics are computed on exactly what the book compares (here f(x) on the
-plotted grid) and must meet the bar (rank-normalised R-hat < 1.01, bulk ESS >= 400, no divergences, tree depth
-not saturated) before the file is written; `tests/test_references.py` checks the stored file still meets it and
-that a short fresh run agrees with it. Each entry records its settings, seed, library versions, git commit,
-diagnostics and CPU time inside the file.
+A reference must earn the word: its diagnostics are computed on exactly what the book compares (for the BNN: f(x)
+on the inputs of the chapter's figure and distance table) and must meet the bar before the file is written
+(rank-normalised R-hat < 1.01, bulk and tail ESS >= 400, no divergences, tree depth not saturated).
+`tests/test_references.py` checks that the stored file still meets it and that a short fresh run agrees with it
+within Monte Carlo error. Each file records its settings, seed, library versions, git commit (and the sha256 of the
+library sources that made it), diagnostics and run time.
+
+To add a reference for another chapter: write a function that runs the long computation and returns a
+`Reference` (see `bnn_toy_nuts`), and decorate it with `@register("name")`. Run it niced, one thread:
+
+    OMP_NUM_THREADS=1 nice python tools/make_references.py NAME
 """
 import argparse
+import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BAR = {"max R-hat": 1.01, "min ESS": 400, "max fraction at the depth cap": 0.1}
+# the bar of a sampler reference, on every quantity it is compared on
+BAR = {"max R-hat": 1.01, "min ESS": 400, "divergences": 0, "max fraction at the depth cap": 0.1}
 
 
-def _versions():
-    import autograd
+class Reference(NamedTuple):
+    "One generated reference, ready to be checked and saved."
+    file: str            # file name inside bayesnotes/data
+    what: str            # one line: what it is a reference of
+    seed: int            # the seed of the run
+    settings: dict       # everything needed to rerun it (JSON-serialisable)
+    diagnostics: dict    # convergence diagnostics of what is stored, on what is compared
+    diagnostics_on: str  # which quantities the diagnostics are computed on
+    problems: list       # why the diagnostics miss the bar (empty: it meets it)
+    save: Callable       # save(path, provenance) writes the file
+    sources: tuple = ()  # library modules whose code made it (their sha256 is recorded)
+
+
+REFERENCES = {}
+
+
+def register(name):
+    "Decorator: add a generator `() -> Reference` to the registry under `name`."
+    def deco(fn):
+        REFERENCES[name] = fn
+        return fn
+    return deco
+
+
+def _git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def versions():
+    "Library versions, the git commit of the repository and the machine."
     import numpy
     import scipy
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain", "bayesnotes", "nbs"], cwd=ROOT,
-                                capture_output=True, text=True).stdout.strip())
+    dirty = bool(_git("status", "--porcelain", "bayesnotes", "nbs"))
     return {"python": platform.python_version(), "numpy": numpy.__version__, "scipy": scipy.__version__,
             "autograd": importlib.metadata.version("autograd"), "machine": platform.machine(),
-            "bayesnotes commit": commit + (" (with uncommitted changes)" if dirty else "")}
+            "platform": platform.platform(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset"),
+            "bayesnotes commit": _git("rev-parse", "HEAD") + (" (with uncommitted changes)" if dirty else "")}
 
 
-def meets_bar(d):
-    "Why a reference's diagnostics miss the bar (empty list: it meets it)."
+def source_hashes(modules):
+    "sha256 of each library source file, so a run made from uncommitted code can still be matched to its code."
+    return {m: hashlib.sha256((ROOT / "bayesnotes" / f"{m}.py").read_bytes()).hexdigest()[:16] for m in modules}
+
+
+def sampler_problems(d):
+    "Why a sampler reference's diagnostics miss `BAR` (empty list: it meets it)."
     problems = []
     if max(d["max R-hat f(x)"], d["max R-hat (f - mean)^2"]) >= BAR["max R-hat"]:
-        problems.append("R-hat >= 1.01")
+        problems.append(f"R-hat >= {BAR['max R-hat']}")
     if min(d["min bulk ESS f(x)"], d["min tail ESS f(x)"], d["min bulk ESS (f - mean)^2"]) < BAR["min ESS"]:
-        problems.append("ESS < 400")
-    if d["divergences"]:
+        problems.append(f"ESS < {BAR['min ESS']}")
+    if d["divergences"] > BAR["divergences"]:
         problems.append("divergences")
     if d["fraction at the depth cap"] > BAR["max fraction at the depth cap"]:
         problems.append("tree depth saturated")
     return problems
 
 
+@register("bnn_toy_nuts")
 def bnn_toy_nuts():
+    "NUTS on the 10-unit toy BNN (nbs/07_bnn.ipynb): 16 chains x (1000 + 2000), depth <= 10, about 20 min of CPU."
     from bayesnotes import bnn
-    t_cpu, t_wall = time.process_time(), time.time()
-    fit = bnn.nuts_reference(recompute=True, progress=True)
-    cpu, wall = time.process_time() - t_cpu, time.time() - t_wall
+    fit = bnn.nuts_reference(recompute=True, progress=sys.stderr.isatty())
     diag = bnn.reference_diagnostics(fit)
-    provenance = {"what": "NUTS posterior of the 10-unit toy BNN on the 20-point data set (toy_regression_data(20, 0))",
-                  "generator": "python tools/make_references.py bnn_toy_nuts",
-                  "settings": {**bnn.BNN_REFERENCE_RUN, **{k: (list(v) if isinstance(v, tuple) else v)
-                                                          for k, v in bnn.TOY_MODEL.items() if k != "hidden"},
-                               "hidden": [10], "init": "anchored-ensemble members (nuts_regression default)"},
-                  "seed": bnn.BNN_REFERENCE_SEED, "cpu_seconds": round(cpu, 1), "wall_seconds": round(wall, 1),
-                  "step_size": [float(s) for s in getattr(fit.result, "step_size", [])],
-                  "diagnostics": diag, "diagnostics_on": "f(x) at BNN_REFERENCE_GRID (300 points on [-2, 2])",
-                  "versions": _versions(), "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    return fit, provenance, lambda path: bnn.save_nuts_reference(fit, path, provenance), bnn.BNN_REFERENCE_FILE
+    settings = {**bnn.BNN_REFERENCE_RUN, "thin": bnn.BNN_REFERENCE_THIN,
+                **{k: (list(v) if isinstance(v, tuple) else v) for k, v in bnn.TOY_MODEL.items()}, "hidden": [10],
+                "data": "toy_regression_data(20, 0)", "target": "whitened weights eta = theta / prior_std",
+                "init": "anchored-ensemble members (nuts_regression default)", "adaptation": "Stan-style windows"}
+    run = fit.result
+    return Reference(
+        file=bnn.BNN_REFERENCE_FILE, seed=bnn.BNN_REFERENCE_SEED, settings=settings, diagnostics=diag,
+        what="NUTS posterior of the 10-unit toy BNN on the 20-point data set (bnn.nuts_reference)",
+        diagnostics_on=f"f(x) at BNN_REFERENCE_GRID ({bnn.BNN_REFERENCE_GRID.size} inputs on [-2, 2]: the 300 of "
+                       "fig_nuts_reference and the 81 of nuts_distances), stored (thinned) draws; depth, divergences "
+                       "and acceptance over every transition",
+        problems=sampler_problems(diag), sources=("bnn", "mcmc", "core", "diagnostics"),
+        save=lambda path, provenance: bnn.save_nuts_reference(
+            fit, path, {**provenance, "step_size": [round(float(s), 6) for s in run.step_size]}))
 
 
-REFERENCES = {"bnn_toy_nuts": bnn_toy_nuts}
+def make(name, out=None, force=False):
+    "Run reference `name`, print its provenance, and write it if it meets the bar (or `force`)."
+    env = versions()                    # the code and libraries the run starts from
+    t_cpu, t_wall = time.process_time(), time.time()
+    ref = REFERENCES[name]()
+    cpu, wall = time.process_time() - t_cpu, time.time() - t_wall
+    provenance = {"name": name, "what": ref.what, "generator": f"python tools/make_references.py {name}",
+                  "seed": ref.seed, "settings": ref.settings, "diagnostics": ref.diagnostics,
+                  "diagnostics_on": ref.diagnostics_on, "bar": BAR, "cpu_seconds": round(cpu, 1),
+                  "wall_seconds": round(wall, 1), "versions": env, "sources sha256": source_hashes(ref.sources),
+                  "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    print(json.dumps(provenance, indent=1))
+    if ref.problems and not force:
+        print("NOT written: the run misses the bar:", ", ".join(ref.problems))
+        return 1
+    path = Path(out) if out else ROOT / "bayesnotes" / "data" / ref.file
+    ref.save(path, provenance)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)" + (" despite: " + ", ".join(ref.problems)
+                                                                   if ref.problems else ""))
+    return 0
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("name", nargs="?", choices=sorted(REFERENCES))
+    ap.add_argument("--out", help="write here instead of bayesnotes/data/<file>")
     ap.add_argument("--force", action="store_true", help="write the file even if the bar is missed")
     args = ap.parse_args(argv)
     if not args.name:
-        print("references:", ", ".join(sorted(REFERENCES)))
+        print("bar:", json.dumps(BAR))
+        for name, fn in sorted(REFERENCES.items()):
+            print(f"{name}: {fn.__doc__}")
         return 0
-    fit, provenance, save, filename = REFERENCES[args.name]()
-    print(json.dumps(provenance, indent=1))
-    problems = meets_bar(provenance["diagnostics"])
-    if problems and not args.force:
-        print("NOT written: the run misses the bar:", ", ".join(problems))
-        return 1
-    path = ROOT / "bayesnotes" / "data" / filename
-    save(path)
-    print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.0f} KiB)")
-    return 0
+    return make(args.name, args.out, args.force)
 
 
 if __name__ == "__main__":
