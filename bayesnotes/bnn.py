@@ -23,11 +23,11 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'BNN_REFERENCE_SEED', 'BNN_REFERENCE_FILE', 'BNN_REFERENCE_GRID', 'BENCHMARK_MODEL', 'BENCHMARK_TRAIN',
            'mlp_n_params', 'mlp_prior_std', 'mlp_init', 'mlp_apply', 'sample_prior_functions', 'fig_prior_functions',
            'toy_function', 'toy_regression_data', 'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood',
-           'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'kl_diag_gauss', 'kl_weights',
-           'BBBFit', 'bayes_by_backprop', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows',
-           'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive',
-           'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression',
-           'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference',
+           'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss',
+           'kl_weights', 'BBBFit', 'bayes_by_backprop', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble',
+           'jacobian_rows', 'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'ToyComparison', 'toy_comparison',
+           'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target',
+           'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference',
            'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult',
            'regression_benchmark', 'explore_uncertainty']
 
@@ -69,7 +69,8 @@ def _per_layer(name, value, n_layers, strict=True):
     v = np.atleast_1d(np.asarray(value, dtype=float))
     if v.size == 1: v = np.repeat(v, n_layers)
     if v.shape != (n_layers,):
-        raise ValueError(f"{name} must be a scalar or one value per layer ({n_layers}), got shape {v.shape}")
+        raise ValueError(f"{name} must be a scalar or one value per layer ({n_layers}), got shape {v.shape}"
+                         " (`toy_model(hidden)` gives the toy problem's scales for any number of hidden layers)")
     return check_positive(name, v, strict=strict)
 
 def mlp_n_params(sizes, # layer widths (n_0, ..., n_L)
@@ -293,9 +294,11 @@ class RegressionFit:
         raise NotImplementedError
 
     def predict(self, X,               # test inputs (N, d)
-                n_samples:int=100,     # posterior draws (ignored by MAP and ensembles)
+                n_samples:int=100,     # function draws returned, (n_samples, N), by every method (see below)
                 rng=None):             # numpy Generator or seed (needed by sampling-based methods)
-        "Predictive mean and sd at X, with the function draws behind them."
+        """Predictive mean and sd at X, with the `n_samples` function draws behind them. Sampling methods draw them;
+        MAP repeats its one function, and an ensemble uses its M members in turn (each n_samples // M times, the
+        remaining n_samples % M members drawn at random), so its mean and sd are exact when M divides n_samples."""
         X = _check_X(X, self.sizes[0])
         n_samples = check_count("n_samples", n_samples)
         with blas_threads():
@@ -328,7 +331,8 @@ class MAPFit(RegressionFit):
     "Posterior mode of the weights; predicts with N(f(x; theta_hat), sigma^2)."
     def __init__(self, params, **kw): super().__init__(**kw); self.params = params
     def _sample_functions(self, X, n_samples, rng):
-        return self.f(self.params, X)[None], np.array([self.noise_std])
+        f = self.f(self.params, X)[None]
+        return np.repeat(f, n_samples, axis=0), np.full(n_samples, self.noise_std)
 
 def fit_map(X, y,                 # inputs (N, d) and targets (N,)
             rng=None,             # numpy Generator or seed (initialisation, minibatches)
@@ -363,7 +367,22 @@ def fit_map(X, y,                 # inputs (N, d) and targets (N,)
                   trace=trace, method="MAP")
 
 # %% ../nbs/07_bnn.ipynb #cc815357
-TOY_MODEL = dict(hidden=(50,), activation="relu", weight_scale=(4., 2.), bias_scale=(4., 1.), noise_std=0.3)
+def toy_model(hidden=(50,),        # hidden widths (any depth)
+              first_scale:float=4., # alpha_1 = beta_1 of the first layer
+             ) -> dict:
+    """The toy problem's model for any hidden layers: first layer alpha_1 = beta_1 = `first_scale`, hidden-to-hidden
+    layers alpha = sqrt(2) (He: keeps the scale of ReLU activations), beta = 1, output layer alpha = 2, beta = 1."""
+    try:
+        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
+    except (TypeError, ValueError):
+        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
+    check_positive("first_scale", first_scale)
+    mid = len(hidden) - 1 if hidden else 0
+    if not hidden: return dict(hidden=(), activation="relu", weight_scale=2., bias_scale=1., noise_std=0.3)
+    return dict(hidden=hidden, activation="relu", weight_scale=(float(first_scale),) + (np.sqrt(2.),) * mid + (2.,),
+                bias_scale=(float(first_scale),) + (1.,) * mid + (1.,), noise_std=0.3)
+
+TOY_MODEL = toy_model()   # one hidden layer of 50: weight_scale (4, 2), bias_scale (4, 1), noise sd 0.3
 TOY_TRAIN = dict(n_iter=1000, lr=2e-2)   # Adam settings used for every toy fit
 
 # %% ../nbs/07_bnn.ipynb #15326e53
@@ -478,7 +497,10 @@ class EnsembleFit(RegressionFit):
     "Equally weighted mixture of M independently trained MAP networks (params shape (M, P))."
     def __init__(self, params, **kw): super().__init__(**kw); self.params = params
     def _sample_functions(self, X, n_samples, rng):
-        return self.f(self.params, X), np.broadcast_to(self.noise_std, (len(self.params),)).copy()
+        M = len(self.params)
+        idx = np.tile(np.arange(M), n_samples // M)
+        if n_samples % M: idx = np.r_[idx, np.sort(as_rng(rng).choice(M, n_samples % M, replace=False))]
+        return self.f(self.params, X)[idx], np.broadcast_to(self.noise_std, (M,))[idx].copy()
 
 def deep_ensemble(X, y, rng=None,
                   n_members:int=5,      # ensemble size M
@@ -594,7 +616,7 @@ def toy_comparison(n_train:int=20,  # training points
 def _toy_comparison(n_train, seed, hidden, nuts, data_seed):
     X, y = toy_regression_data(n_train, data_seed)
     seeds = np.random.SeedSequence(seed).generate_state(8)
-    model = {**TOY_MODEL, "hidden": (hidden,)}
+    model = toy_model((hidden,))
     kw = dict(**model, **TOY_TRAIN, batch_size=None if n_train <= 100 else 100)
     fits, secs = {}, {}
     def timed(name, fn):
@@ -785,7 +807,7 @@ class StoredRun(NamedTuple):
 
 def _toy_reference_problem():
     X, y = toy_regression_data(20, 0)
-    return X, y, {**TOY_MODEL, "hidden": (10,)}
+    return X, y, toy_model((10,))
 
 def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (about 20 min of CPU) instead of loading
                    progress:bool=False,  # progress bar when recomputing
@@ -917,7 +939,7 @@ def explore_uncertainty(n_train:int=20,         # toy training points
                         seed:int=0):            # data and fit seed
     "Predictive band of MAP + full-GGN Laplace on the toy problem for a given data size and prior scale."
     X, y = toy_regression_data(n_train, seed)
-    kw = {**TOY_MODEL, "weight_scale": (weight_scale, 2.), "bias_scale": (weight_scale, 1.)}
+    kw = toy_model(first_scale=weight_scale)
     fit = fit_map(X, y, rng=seed, n_iter=800, lr=2e-2, batch_size=None if n_train <= 100 else 100, **kw)
     x = np.linspace(-2, 2, 300)
     pred = laplace_ggn(X, y, fit=fit).predict(x[:, None], 100, rng=seed)

@@ -91,7 +91,7 @@ class VAE:
             raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
         if any(h < 1 for h in self.hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
         self.latent_dim, self.activation = int(latent_dim), activation
-        self.params, self.data_dim, self.history = None, None, {}
+        self.params, self.data_dim, self.history, self._adam = None, None, {}, None
 
     def __repr__(self):
         return f"VAE(latent_dim={self.latent_dim}, hidden={self.hidden}, trained={self.params is not None})"
@@ -141,10 +141,14 @@ class VAE:
             lr:float=1e-2,             # Adam step size
             rng=None,                  # numpy Generator or seed (initialisation, shuffling, eps)
             beta:float=1.,             # weight of the KL term (1: the ELBO; 0: an autoencoder)
-            warmup_epochs:int=0,       # KL annealing: beta ramps linearly from 0 over this many epochs
+            warmup_epochs:int=0,       # KL annealing: epoch e (from 0) of this call uses beta * min(1, (e + 1) / warmup_epochs)
             X_val=None,                # optional held-out images; the test ELBO is recorded every epoch
-            progress:bool=False):      # show a progress bar
-        "Maximise the (beta-weighted) ELBO with Adam on minibatches; returns self with `history` filled in."
+            progress:bool=False,       # show a progress bar
+            restart:bool=False):       # start afresh (new weights, optimiser and history) even if already trained
+        """Maximise the (beta-weighted) ELBO with Adam on minibatches; returns self with `history` filled in.
+        Calling `fit` again continues training: the weights, the Adam moments and step count, and the history
+        (epochs keep counting) all carry on, as if the epochs had been asked for in one call. Use `restart=True`,
+        or a new `VAE`, to start over."""
         rng = as_rng(rng)
         X = self._check_X(X)
         epochs = check_count("epochs", epochs)
@@ -152,6 +156,7 @@ class VAE:
         check_positive("lr", lr); check_positive("beta", beta, strict=False)
         if int(warmup_epochs) != warmup_epochs or warmup_epochs < 0:
             raise ValueError(f"warmup_epochs must be a non-negative integer, got {warmup_epochs!r}")
+        if restart: self.params, self.data_dim, self._adam, self.history = None, None, None, None
         if self.params is None: self._init(X.shape[1], rng, X.mean(0))
         if X_val is not None: X_val = self._check_X(X_val, "X_val")
         flat, unflatten = flatten(self.params)
@@ -159,8 +164,15 @@ class VAE:
             rec, kl = self._elbo_terms(unflatten(f), Xb, eps)
             return anp.mean(rec - b * kl)
         vg = _ad_value_and_grad(objective)
-        opt, n, B = Adam(lr=lr), X.shape[0], int(batch_size)
-        hist = {k: [] for k in ("epoch", "beta", "train_elbo", "test_elbo", "seconds")}
+        opt = getattr(self, "_adam", None)
+        if opt is None or opt.m is None or opt.m.shape != flat.shape: opt = self._adam = Adam(lr=lr)
+        opt.lr = float(lr)                      # a continued fit may change the step size, not the moments
+        n, B = X.shape[0], int(batch_size)
+        old = getattr(self, "history", None) or {}
+        hist = {k: list(old.get(k, [])) for k in ("epoch", "beta", "train_elbo", "test_elbo", "seconds")}
+        if X_val is None or len(hist["test_elbo"]) != len(hist["epoch"]):
+            hist["test_elbo"] = []              # test curve only when every epoch has one
+        ep0, s0 = (int(hist["epoch"][-1]), float(hist["seconds"][-1])) if hist["epoch"] else (0, 0.)
         t0 = time.process_time()
         with blas_threads():
             for ep in _progress(range(int(epochs)), progress, desc="VAE epochs"):
@@ -171,10 +183,10 @@ class VAE:
                     v, g = vg(flat, Xb, rng.standard_normal((1, len(Xb), self.latent_dim)), b)
                     flat = opt.step(flat, g); tot += v * len(Xb)
                 self.params = unflatten(flat)
-                hist["epoch"].append(ep + 1); hist["beta"].append(b); hist["train_elbo"].append(tot / n)
-                hist["seconds"].append(time.process_time() - t0)
+                hist["epoch"].append(ep0 + ep + 1); hist["beta"].append(b); hist["train_elbo"].append(tot / n)
+                hist["seconds"].append(s0 + time.process_time() - t0)
                 if X_val is not None:   # fixed evaluation noise per epoch, so curves are comparable
-                    hist["test_elbo"].append(self.elbo(X_val, rng=10_000 + ep))
+                    hist["test_elbo"].append(self.elbo(X_val, rng=10_000 + ep0 + ep))
         self.history = {k: np.array(v) for k, v in hist.items()}
         return self
 
@@ -272,9 +284,12 @@ def trained_vae(latent_dim:int=2,       # dimension of z
                 warmup_epochs:int=0,    # KL annealing epochs
                 epochs:int=None,        # default VAE_TRAIN["epochs"]
                 seed:int=0) -> VAE:     # initialisation and training seed (the split is `digits_data()`)
-    "A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings (cached)."
-    return _trained_vae(int(latent_dim), float(beta), int(warmup_epochs),
-                        int(epochs or VAE_TRAIN["epochs"]), int(seed))
+    """A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings. The training is cached;
+    each call returns a copy of the cached model, so training it further or changing it leaves the cache (and
+    every figure of the chapter) as it was."""
+    import copy
+    return copy.deepcopy(_trained_vae(int(latent_dim), float(beta), int(warmup_epochs),
+                                      int(epochs or VAE_TRAIN["epochs"]), int(seed)))
 
 def fig_learning_curve(latent_dim:int=2, seed:int=0): # latent dimension; seed of `trained_vae`
     "Training and test ELBO per epoch of the cached VAE."

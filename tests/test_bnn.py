@@ -13,7 +13,7 @@ from bayesnotes.bnn import (mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, ja
                             deep_ensemble, laplace_ggn, laplace_last_layer, rmse, gaussian_nll,
                             predictive_log_likelihood, calibration, calibration_error, Predictive, TOY_MODEL,
                             regression_benchmark, format_table, explore_uncertainty, nuts_regression,
-                            regression_target, _softplus)
+                            regression_target, _softplus, toy_model)
 
 
 def _fd_grad(f, x, h=1e-6):
@@ -200,6 +200,41 @@ def test_uncertainty_grows_away_from_data(toy_fits, seed):
         assert np.log(sd_far / sd_in) > np.log(1.5), (name, sd_in, sd_far)
     # MAP has the same predictive sd everywhere (the noise)
     assert np.allclose(m.predict(x_far).std, 0.3) and np.allclose(m.predict(x_in).std, 0.3)
+
+
+def test_every_method_returns_n_samples_draws(toy_fits, seed):
+    """`predict(n_samples=S)` gives S function draws for every method (before, MAP returned 1 and ensembles M,
+    ignoring S). MAP repeats its function; an ensemble uses its members in turn, so its mean and sd are exact when
+    M divides S, and equal to the mixture's whatever S is up to the randomly chosen remainder."""
+    fits, m = toy_fits
+    x = np.linspace(-2, 2, 7)[:, None]
+    for name, fit in {**fits, "MAP": m}.items():
+        for S in (1, 7, 40):
+            assert fit.predict(x, S, rng=seed(0)).f_samples.shape == (S, 7), (name, S)
+    p = m.predict(x, 40)
+    assert np.array_equal(p.f_samples, np.broadcast_to(m.f(m.params, x), (40, 7)))
+    ens = fits["ensemble"]
+    members = ens.f(ens.params, x)                                  # (5, 7): the exact mixture of 5 functions
+    p = ens.predict(x, 40)                                          # 5 divides 40: every member 8 times
+    assert np.allclose(p.mean, members.mean(0)) and np.allclose(p.f_samples[:5], members)
+    assert np.allclose(p.std, np.sqrt(members.var(0) + 0.3 ** 2))
+    p7 = ens.predict(x, 7, rng=seed(1))                             # 5 members, then 2 distinct ones at random
+    assert np.allclose(p7.f_samples[:5], members) and not np.allclose(p7.f_samples[5], p7.f_samples[6])
+
+
+def test_toy_model_builds_any_depth(seed):
+    "TOY_MODEL is `toy_model()`; deeper networks get per-layer scales (before, a third layer raised)."
+    assert toy_model() == TOY_MODEL
+    assert TOY_MODEL["weight_scale"] == (4., 2.) and TOY_MODEL["bias_scale"] == (4., 1.)
+    kw = toy_model((8, 8))
+    assert kw["weight_scale"] == (4., np.sqrt(2.), 2.) and kw["bias_scale"] == (4., 1., 1.)
+    X, y = toy_regression_data(20, 0)
+    fit = fit_map(X, y, rng=seed(0), n_iter=20, **kw)
+    assert fit.sizes == (1, 8, 8, 1)
+    assert np.allclose(mlp_prior_std(fit.sizes, kw["weight_scale"], kw["bias_scale"]), fit.prior_std)
+    with pytest.raises(ValueError, match=r"one value per layer \(3\).*toy_model"):
+        fit_map(X, y, rng=seed(0), n_iter=5, **{**TOY_MODEL, "hidden": (8, 8)})
+    with pytest.raises(ValueError, match="first_scale"): toy_model(first_scale=0.)
 
 
 def test_predictions_are_seeded(toy_fits, seed):

@@ -165,3 +165,31 @@ def test_bad_input_raises(small_vae, data, seed):
     with pytest.raises(ValueError, match="K"): small_vae.iwae(data.X_test, K=0, rng=seed(0))
     with pytest.raises(ValueError, match="Z must have shape"): small_vae.decode(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="test_fraction"): digits_data(test_fraction=1.5)
+
+
+def test_fit_continues_weights_optimiser_and_history(data, seed):
+    """Two calls of `fit` sharing one Generator are one long call: the Adam moments and step count and the history
+    carry on (before the fix the second call restarted Adam and replaced the history, so the weights differed)."""
+    X, Xv = data.X_train[:300], data.X_test[:50]
+    one = VAE(2, (16,)).fit(X, epochs=5, batch_size=64, rng=np.random.default_rng(seed(0)), X_val=Xv)
+    rng = np.random.default_rng(seed(0))
+    two = VAE(2, (16,)).fit(X, epochs=2, batch_size=64, rng=rng, X_val=Xv)
+    two.fit(X, epochs=3, batch_size=64, rng=rng, X_val=Xv)
+    assert np.array_equal(one.params["enc"], two.params["enc"]) and np.array_equal(one.params["dec"], two.params["dec"])
+    assert two._adam.t == one._adam.t == 5 * 5          # 5 epochs of 5 minibatches (300 images / 64)
+    assert list(two.history["epoch"]) == [1, 2, 3, 4, 5] and two.history["test_elbo"].shape == (5,)
+    assert np.array_equal(one.history["train_elbo"], two.history["train_elbo"])
+    assert np.allclose(one.history["test_elbo"], two.history["test_elbo"])
+    # restart=True starts over: new weights, new optimiser, new history
+    two.fit(X, epochs=1, batch_size=64, rng=seed(1), restart=True)
+    assert list(two.history["epoch"]) == [1] and two._adam.t == 5 and "test_elbo" in two.history
+
+
+def test_trained_vae_hands_out_copies():
+    "Training a model from `trained_vae` further leaves the cached one (and every chapter figure) unchanged."
+    a = trained_vae(2, epochs=2)
+    w = a.params["dec"].copy()
+    a.fit(digits_data().X_train, epochs=1, rng=0)
+    b = trained_vae(2, epochs=2)
+    assert b is not a and np.array_equal(b.params["dec"], w) and len(b.history["epoch"]) == 2
+    assert not np.array_equal(a.params["dec"], w) and len(a.history["epoch"]) == 3
