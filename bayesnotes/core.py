@@ -345,14 +345,28 @@ class Target:
                  mean=None,           # exact mean, if known
                  cov=None,            # exact covariance, if known
                  batched:bool=False,  # logdensity also maps (n, dim) -> (n,)
+                 vg_batch:Callable=None, # X (n, dim) -> (values (n,), gradients (n, dim)) in closed form (plain
+                                         # numpy, for the library's own models); autograd is used when None
                 ):
         if not callable(logdensity):
             raise ValueError("logdensity must be callable")
         self._logp, self.dim, self.name, self.batched = logdensity, check_count("dim", dim), name, batched
         self.mean = None if mean is None else check_shape("mean", np.asarray(mean, float), (self.dim,))
         self.cov = None if cov is None else check_shape("cov", np.asarray(cov, float), (self.dim, self.dim))
-        self._grad = grad
+        if vg_batch is not None and not callable(vg_batch):
+            raise ValueError("vg_batch must be callable (or None)")
+        self._grad, self._vg_batch = grad, vg_batch
         self._vg = autograd.value_and_grad(logdensity) if grad is None else None
+
+    @property
+    def closed_form(self) -> bool:
+        "True when values and gradients come from a closed-form `vg_batch` rather than from autograd."
+        return self._vg_batch is not None
+
+    def with_autograd(self):
+        "The same target with gradients from autograd (drops `vg_batch`): for checks and benchmarks."
+        return Target(self._logp, self.dim, grad=self._grad, name=self.name, mean=self.mean, cov=self.cov,
+                      batched=self.batched)
 
     @property
     def fn(self):
@@ -364,6 +378,9 @@ class Target:
     def value_and_grad(self, x):
         "Log density and its gradient at a single point x of shape (dim,)."
         x = np.asarray(x, dtype=float)
+        if self._vg_batch is not None:
+            v, g = self._vg_batch(x.reshape(1, self.dim))
+            return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
         if self._grad is not None:
             return float(self._logp(x)), np.asarray(self._grad(x), dtype=float)
         v, g = self._vg(x)
@@ -381,8 +398,11 @@ class Target:
         return 0.5 * (H + H.T)
 
     def value_and_grad_batch(self, X):
-        "Log densities (n,) and gradients (n, dim) at the rows of X (one autograd pass when batched)."
+        "Log densities (n,) and gradients (n, dim) at the rows of X (closed form, or one autograd pass when batched)."
         X = np.asarray(X, dtype=float)
+        if self._vg_batch is not None:
+            v, g = self._vg_batch(X.reshape(-1, self.dim))
+            return np.asarray(v, dtype=float).reshape(X.shape[:-1]), np.asarray(g, dtype=float).reshape(X.shape)
         if self.batched and self._grad is None:
             # one forward pass: the vector-Jacobian product with a vector of ones gives every row's gradient
             vjp, vals = make_vjp(self._logp)(X)
@@ -401,7 +421,7 @@ class Target:
             raise ValueError(f"gradient of the log density at {name} is not finite")
         return x
 
-    def __repr__(self): return f"Target({self.name or 'custom'}, dim={self.dim})"
+    def __repr__(self): return f"Target({self.name or 'custom'}, dim={self.dim}{', closed form' if self.closed_form else ''})"
 
 def as_target(logp,          # a `Target` or a log density function written with autograd.numpy
               dim:int=None,  # dimension, required when `logp` is a plain function
@@ -431,7 +451,11 @@ def correlated_gaussian(rho:float=0.9,     # correlation in (-1, 1)
     P = np.linalg.inv(cov)   # 2x2, computed once
     c = -np.log(2 * np.pi) - 0.5 * np.log(np.linalg.det(cov))
     def logp(x): return c - 0.5 * anp.sum(anp.dot(x, P) * x, axis=-1)
-    return Target(logp, 2, name=f"correlated Gaussian (rho={rho})", mean=np.zeros(2), cov=cov, batched=True)
+    def vg(X):
+        XP = X @ P
+        return c - 0.5 * np.sum(XP * X, axis=-1), -XP
+    return Target(logp, 2, name=f"correlated Gaussian (rho={rho})", mean=np.zeros(2), cov=cov, batched=True,
+                  vg_batch=vg)
 
 def banana(b:float=0.1,   # curvature (b = 0 gives a Gaussian)
            s1:float=10.,  # standard deviation of x1
@@ -442,8 +466,13 @@ def banana(b:float=0.1,   # curvature (b = 0 gives a Gaussian)
     def logp(x):
         x1, x2 = x[..., 0], x[..., 1]
         return c - 0.5 * (x1 / s1)**2 - 0.5 * (x2 - b * x1**2 + b * s1**2)**2
+    def vg(X):
+        x1, x2 = X[:, 0], X[:, 1]
+        r = x2 - b * x1**2 + b * s1**2
+        return (c - 0.5 * (x1 / s1)**2 - 0.5 * r**2,
+                np.column_stack([-x1 / s1**2 + 2 * b * x1 * r, -r]))
     return Target(logp, 2, name=f"banana (b={b})", mean=np.zeros(2),
-                  cov=np.diag([s1**2, 1 + 2 * b**2 * s1**4]), batched=True)
+                  cov=np.diag([s1**2, 1 + 2 * b**2 * s1**4]), batched=True, vg_batch=vg)
 
 def funnel(dim:int=10,      # total dimension (v plus dim - 1 x's)
            scale:float=3.,  # standard deviation of v
@@ -456,8 +485,13 @@ def funnel(dim:int=10,      # total dimension (v plus dim - 1 x's)
         v, xs = x[..., 0], x[..., 1:]
         return (-0.5 * (v / scale)**2 - np.log(scale) - h
                 - 0.5 * anp.sum(xs**2, axis=-1) * anp.exp(-v) - 0.5 * k * v - k * h)
+    def vg(X):
+        v, xs = X[:, 0], X[:, 1:]
+        e, S = np.exp(-v), np.sum(xs**2, axis=-1)
+        val = -0.5 * (v / scale)**2 - np.log(scale) - h - 0.5 * S * e - 0.5 * k * v - k * h
+        return val, np.column_stack([-v / scale**2 + 0.5 * S * e - 0.5 * k, -xs * e[:, None]])
     cov = np.diag([scale**2] + [np.exp(scale**2 / 2)] * k)
-    return Target(logp, dim, name=f"funnel (dim={dim})", mean=np.zeros(dim), cov=cov, batched=True)
+    return Target(logp, dim, name=f"funnel (dim={dim})", mean=np.zeros(dim), cov=cov, batched=True, vg_batch=vg)
 
 def logistic_regression(X,                   # design matrix (n, d), include an intercept column yourself
                         y,                   # labels in {0, 1}, shape (n,)
@@ -477,7 +511,12 @@ def logistic_regression(X,                   # design matrix (n, d), include an 
         eta = anp.dot(w, X.T)
         return (anp.sum(y * eta - anp.logaddexp(0., eta), axis=-1)
                 - 0.5 * anp.sum(w**2, axis=-1) / prior_scale**2 + c)
-    return Target(logp, d, name=f"logistic regression (n={X.shape[0]}, d={d})", batched=True)
+    XT, s2 = np.ascontiguousarray(X.T), float(prior_scale)**2
+    def vg(W):   # d/d eta [y eta - log(1 + e^eta)] = y - sigmoid(eta); the prior adds -w / s^2
+        eta = W @ XT
+        val = np.sum(y * eta - np.logaddexp(0., eta), axis=-1) - 0.5 * np.sum(W**2, axis=-1) / s2 + c
+        return val, (y - special.expit(eta)) @ X - W / s2
+    return Target(logp, d, name=f"logistic regression (n={X.shape[0]}, d={d})", batched=True, vg_batch=vg)
 
 # %% ../nbs/00_core.ipynb #3b8571e7
 def load_old_faithful() -> np.ndarray:
