@@ -20,10 +20,11 @@ from autograd import make_vjp
 __all__ = ['COLORS', 'STYLE', 'CHAPTERS', 'as_rng', 'check_finite', 'check_positive', 'check_count', 'check_shape', 'progress',
            'blas_threads', 'log_normalize', 'ess', 'mvn_logpdf', 'mvn_sample', 'kl_gauss', 'kl_mc', 'fig_kl_gaussians',
            'beta_binomial_update', 'NormalGamma', 'normal_gamma_update', 'normal_gamma_log_evidence',
-           'fig_beta_binomial', 'value_and_grad', 'Target', 'as_target', 'correlated_gaussian', 'banana', 'funnel',
-           'logistic_regression', 'load_old_faithful', 'load_breast_cancer', 'breast_cancer_logistic', 'load_iris_2d',
-           'load_diabetes', 'load_digits01', 'Adam', 'adam', 'plot_style', 'new_figure', 'figure_functions',
-           'save_figure', 'regenerate_figures', 'regenerate_all', 'fig_targets', 'fig_gaussian_samples']
+           'fig_beta_binomial', 'value_and_grad', 'Target', 'as_target', 'correlated_gaussian', 'gaussian_target',
+           'banana', 'funnel', 'logistic_regression', 'load_old_faithful', 'load_breast_cancer',
+           'breast_cancer_logistic', 'load_iris_2d', 'load_diabetes', 'load_digits01', 'Adam', 'adam', 'plot_style',
+           'new_figure', 'figure_functions', 'save_figure', 'regenerate_figures', 'regenerate_all', 'fig_targets',
+           'fig_gaussian_samples']
 
 # %% ../nbs/00_core.ipynb #94041d7f
 def as_rng(rng,  # a `numpy.random.Generator` or an integer seed
@@ -456,6 +457,44 @@ def correlated_gaussian(rho:float=0.9,     # correlation in (-1, 1)
         return c - 0.5 * np.sum(XP * X, axis=-1), -XP
     return Target(logp, 2, name=f"correlated Gaussian (rho={rho})", mean=np.zeros(2), cov=cov, batched=True,
                   vg_batch=vg)
+
+def gaussian_target(mean=None,   # mean (dim,); default zeros
+                    cov=None,    # covariance (dim, dim); or give `sd`
+                    sd=None,     # standard deviations (dim,) of independent coordinates
+                    dim:int=None, # dimension, needed only when neither `mean` nor `cov` nor `sd` fixes it
+                   ) -> Target:
+    "Multivariate Gaussian N(mean, cov) (or with diagonal sd) as a batched Target with closed-form gradients."
+    if (cov is None) == (sd is None):
+        raise ValueError("give exactly one of cov and sd")
+    if sd is not None:
+        s = check_positive("sd", np.atleast_1d(np.asarray(sd, float)))
+        if s.ndim != 1: raise ValueError(f"sd must be 1-d, got shape {s.shape}")
+        d = s.size
+    else:
+        cov = check_finite("cov", cov)
+        d = cov.shape[0] if cov.ndim == 2 else -1
+    mean = np.zeros(d if d > 0 else check_count("dim", dim)) if mean is None else check_finite("mean", np.atleast_1d(mean))
+    if mean.ndim != 1 or (d > 0 and mean.size != d):
+        raise ValueError(f"mean must have shape ({d},), got {mean.shape}")
+    d = mean.size
+    if sd is not None:
+        prec, c = 1.0 / s**2, -0.5 * d * np.log(2 * np.pi) - np.sum(np.log(s))
+        def logp(x): return c - 0.5 * anp.sum((x - mean)**2 * prec, axis=-1)
+        def vg(X):
+            r = X - mean
+            return c - 0.5 * np.sum(r * r * prec, axis=-1), -r * prec
+        cov = np.diag(s**2)
+    else:
+        L = _chol("cov", cov, d)
+        P = linalg.cho_solve((L, True), np.eye(d)); P = 0.5 * (P + P.T)
+        c = -0.5 * d * np.log(2 * np.pi) - np.sum(np.log(np.diag(L)))
+        def logp(x):
+            r = x - mean
+            return c - 0.5 * anp.sum(anp.dot(r, P) * r, axis=-1)
+        def vg(X):
+            r = X - mean; rP = r @ P
+            return c - 0.5 * np.sum(rP * r, axis=-1), -rP
+    return Target(logp, d, name=f"Gaussian (dim={d})", mean=mean, cov=np.asarray(cov, float), batched=True, vg_batch=vg)
 
 def banana(b:float=0.1,   # curvature (b = 0 gives a Gaussian)
            s1:float=10.,  # standard deviation of x1

@@ -13,7 +13,7 @@ from bayesnotes import core
 from bayesnotes.core import (Adam, NormalGamma, Target, adam, as_rng, as_target, banana, beta_binomial_update,
                              breast_cancer_logistic,
                              check_count, check_finite, check_positive, check_shape, correlated_gaussian, ess, figure_functions,
-                             funnel, kl_gauss, kl_mc, load_breast_cancer, load_digits01, load_iris_2d,
+                             funnel, gaussian_target, kl_gauss, kl_mc, load_breast_cancer, load_digits01, load_iris_2d,
                              load_old_faithful, log_normalize, logistic_regression, mvn_logpdf, mvn_sample,
                              new_figure, normal_gamma_log_evidence, normal_gamma_update, progress,
                              regenerate_figures, save_figure, value_and_grad)
@@ -236,6 +236,8 @@ def test_target_gradients_by_finite_differences(make, seed):
 
 
 @pytest.mark.parametrize("make", [lambda: correlated_gaussian(0.7, (1., 3.)), lambda: banana(0.2, 3.),
+                                  lambda: gaussian_target([1., 0., -1.], cov=[[2., .5, 0.], [.5, 1., .2], [0., .2, .5]]),
+                                  lambda: gaussian_target(np.arange(4.), sd=[.1, 1., 2., 5.]),
                                   lambda: funnel(4, 1.5), lambda: breast_cancer_logistic(0.5),
                                   lambda: logistic_regression(*load_iris_2d(standardize=True), 2.0)])
 def test_closed_form_gradients_match_autograd(make, seed):
@@ -254,6 +256,23 @@ def test_closed_form_gradients_match_autograd(make, seed):
         assert isinstance(v1, float) and np.isclose(v1, va[0], rtol=1e-12) and np.allclose(g1, Ga[0], rtol=1e-12, atol=1e-10)
     with pytest.raises(ValueError, match="vg_batch"):
         Target(t.fn, t.dim, vg_batch=1.0)
+
+
+def test_gaussian_target_matches_scipy_and_rejects_bad_input(seed):
+    rng = np.random.default_rng(seed(0))
+    A = rng.normal(size=(4, 4)); S = A @ A.T + 4 * np.eye(4); mu = rng.normal(size=4)
+    t = gaussian_target(mu, cov=S)
+    X = rng.normal(size=(6, 4))
+    assert np.allclose(t.value_and_grad_batch(X)[0], stats.multivariate_normal(mu, S).logpdf(X))
+    assert np.allclose(t.value_and_grad_batch(X)[1], -(X - mu) @ np.linalg.inv(S))
+    ts = gaussian_target(sd=[0.5, 2.])
+    assert np.allclose(ts.value_and_grad_batch(X[:, :2])[0], stats.norm(0, [0.5, 2.]).logpdf(X[:, :2]).sum(1))
+    assert np.allclose(ts.cov, np.diag([0.25, 4.])) and np.array_equal(ts.mean, np.zeros(2))
+    with pytest.raises(ValueError, match="exactly one of cov and sd"): gaussian_target(mu)
+    with pytest.raises(ValueError, match="exactly one of cov and sd"): gaussian_target(mu, cov=S, sd=np.ones(4))
+    with pytest.raises(ValueError, match="sd"): gaussian_target(sd=[1., -1.])
+    with pytest.raises(ValueError, match="cov must be positive definite"): gaussian_target(cov=[[1., 2.], [2., 1.]])
+    with pytest.raises(ValueError, match="mean must have shape"): gaussian_target(np.zeros(3), cov=S)
 
 
 def test_targets_are_normalised_where_claimed():
