@@ -17,6 +17,11 @@ starting uniformly in [-2, 2]^d. The ESS of every run is computed with the same 
 Gradient evaluations are the leapfrog steps of the sampling phase (all libraries report them per draw).
 "Cold" peer runs include JIT compilation (what a notebook reader experiences the first time); "warm" runs reuse the
 compiled code. bayesnotes has no compilation step, so its single run is both.
+
+Our runs (each in a fresh process, `ours.py`): "after" is this working tree, with the library's closed-form
+gradient ("closed") and with the same log density written in autograd.numpy ("autograd", what a reader's own model
+gets); "before" is the tree at `--before` (default: the commit before the speed work), autograd only. The load
+average is recorded around every run: timings on a shared machine are only as good as its load.
 """
 import argparse
 import json
@@ -27,23 +32,24 @@ import tempfile
 import time
 
 import numpy as np
-import autograd.numpy as anp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..")))
 
-from bayesnotes.core import Target, load_breast_cancer, logistic_regression   # noqa: E402
-from bayesnotes.mcmc import sample                                              # noqa: E402
-from bayesnotes.diagnostics import ess_bulk, rhat                               # noqa: E402
+from bayesnotes.core import load_breast_cancer             # noqa: E402
+from bayesnotes.diagnostics import ess_bulk, rhat          # noqa: E402
+
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+BEFORE = "8adb491"     # the last commit before the NUTS speed work (autograd gradients, recursive tree)
 
 
 def problems():
+    "The two posteriors, as the arrays every library builds its log density from."
     sd = np.linspace(0.01, 1.0, 100)
-    gauss = Target(lambda x: -0.5 * anp.sum((x / sd) ** 2, axis=-1), 100, batched=True, name="gaussian100")
     X, y = load_breast_cancer()
-    logit = logistic_regression(X, y, 1.0)
-    return {"gaussian100": (gauss, dict(kind="gaussian", sd=sd, dim=100)),
-            "logistic31": (logit, dict(kind="logistic", X=X, y=y, prior_scale=1.0, dim=X.shape[1]))}
+    return {"gaussian100": dict(kind="gaussian", sd=sd, dim=100),
+            "logistic31": dict(kind="logistic", X=X, y=y, prior_scale=1.0, dim=X.shape[1])}
 
 
 def summarise(draws, n_grad, seconds, divergences):
@@ -52,67 +58,93 @@ def summarise(draws, n_grad, seconds, divergences):
                 ess_per_second=e / seconds, max_rhat=float(np.max(rhat(draws))), divergences=int(divergences))
 
 
-def run_ours(target, chains, warmup, draws, seed):
-    calls = {"rows": 0}
-    inner = target.value_and_grad_batch
-    def counting(X):                       # count every gradient evaluation, warm-up included
-        calls["rows"] += len(X)
-        return inner(X)
-    target.value_and_grad_batch = counting
-    t0 = time.perf_counter()
-    res = sample("nuts", target, None, warmup, draws, chains, rng=seed)
-    sec = time.perf_counter() - t0
-    target.value_and_grad_batch = inner
-    out = summarise(res.draws, res.stats.n_grad.sum(), sec, res.stats.divergent.sum())
-    out["n_grad_total"] = calls["rows"]
-    return out
+def run_ours(spec, root, gradient, chains, warmup, draws, seed, python=sys.executable):
+    "One bayesnotes run in a fresh process (ours.py) on the source tree `root`."
+    with tempfile.TemporaryDirectory() as tmp:
+        prob, out = os.path.join(tmp, "problem.npz"), os.path.join(tmp, "ours.npz")
+        np.savez(prob, **spec)
+        subprocess.run([python, os.path.join(HERE, "ours.py"), prob, out, "--root", root, "--gradient", gradient,
+                        "--chains", str(chains), "--warmup", str(warmup), "--draws", str(draws), "--seed", str(seed)],
+                       check=True, env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+        r = dict(np.load(out))
+    res = summarise(r["draws"], r["n_grad"], r["seconds"], r["divergences"])
+    res.update(n_grad_total=int(r["n_grad_total"]), cpu_seconds=float(r["cpu_seconds"]),
+               load=[round(float(v), 2) for v in r["load"]])
+    return res
+
+
+def before_tree(commit):
+    "A git worktree of `commit` in a temporary folder (removed at exit)."
+    import atexit
+    import shutil
+    path = tempfile.mkdtemp(prefix="bayesnotes-before-")
+    subprocess.run(["git", "worktree", "add", "--detach", "--force", path, commit], cwd=ROOT, check=True,
+                   capture_output=True)
+    atexit.register(lambda: (subprocess.run(["git", "worktree", "remove", "--force", path], cwd=ROOT,
+                                            capture_output=True), shutil.rmtree(path, ignore_errors=True)))
+    return path
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer-python", default=os.environ.get("PEER_PYTHON", "/tmp/benchvenv/bin/python"))
     ap.add_argument("--quick", action="store_true", help="4 x 200 x 200 instead of 4 x 1000 x 1000 (smoke test)")
-    ap.add_argument("--repeats", type=int, default=2, help="independent bayesnotes runs (seeds 0, 1, ...)")
+    ap.add_argument("--repeats", type=int, default=2, help="independent bayesnotes runs per variant (seeds 0, 1, ...)")
+    ap.add_argument("--before", default=BEFORE, help="commit of the 'before' runs ('' to skip them)")
+    ap.add_argument("--only", default="", help="comma-separated problems to run (default: all)")
+    ap.add_argument("--no-peers", action="store_true", help="skip NumPyro and BlackJAX")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
     chains, warmup, draws = (4, 200, 200) if a.quick else (4, 1000, 1000)
-    results = {}
-    for name, (target, spec) in problems().items():
-        for rep in range(a.repeats):
-            print(f"== {name}: bayesnotes nuts, seed {rep} ...", flush=True)
-            results[f"{name}/bayesnotes_seed{rep}"] = run_ours(target, chains, warmup, draws, seed=rep)
-            print(json.dumps(results[f"{name}/bayesnotes_seed{rep}"]), flush=True)
-        if not os.path.exists(a.peer_python):
-            print(f"   (no peer environment at {a.peer_python}; skipping NumPyro/BlackJAX)")
+    variants = [("after_closed", ROOT, "closed"), ("after_autograd", ROOT, "autograd")]
+    if a.before:
+        variants.append(("before_autograd", before_tree(a.before), "autograd"))
+    results = {"_meta": {"chains": chains, "warmup": warmup, "draws": draws, "before": a.before,
+                         "cpu_count": os.cpu_count(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
+    for name, spec in problems().items():
+        if a.only and name not in a.only.split(","):
+            continue
+        for tag, root, gradient in variants:
+            for rep in range(a.repeats):
+                key = f"{name}/bayesnotes_{tag}_seed{rep}"
+                print(f"== {key} ...", flush=True)
+                results[key] = run_ours(spec, root, gradient, chains, warmup, draws, rep)
+                print(json.dumps(results[key]), flush=True)
+        if a.no_peers or not os.path.exists(a.peer_python):
+            print(f"   (skipping NumPyro/BlackJAX: --no-peers or no peer environment at {a.peer_python})")
             continue
         with tempfile.TemporaryDirectory() as tmp:
             prob, out = os.path.join(tmp, "problem.npz"), os.path.join(tmp, "peers.npz")
             np.savez(prob, **spec)
             print(f"== {name}: NumPyro and BlackJAX ...", flush=True)
+            load0 = os.getloadavg()[0]
             subprocess.run([a.peer_python, os.path.join(HERE, "peers.py"), prob, out, "--chains", str(chains),
                             "--warmup", str(warmup), "--draws", str(draws)], check=True)
             r = dict(np.load(out))
             for tag in sorted({k.split("__")[0] for k in r}):
                 results[f"{name}/{tag}"] = summarise(r[f"{tag}__draws"], r[f"{tag}__n_grad"], r[f"{tag}__seconds"],
                                                      r[f"{tag}__divergences"])
+                results[f"{name}/{tag}"]["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
                 print(tag, json.dumps(results[f"{name}/{tag}"]), flush=True)
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)
-    # the two numbers the issue asks for
-    print("\n| problem | run | min bulk ESS | grads | seconds | ESS/grad | ESS/s | max R-hat | div |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| problem | run | min bulk ESS | grads | seconds | ESS/grad | ESS/s | max R-hat | div | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for k, v in results.items():
+        if k.startswith("_"):
+            continue
         p, run = k.split("/")
         print(f"| {p} | {run} | {v['min_ess_bulk']:.0f} | {v['n_grad']} | {v['seconds']:.1f} | {v['ess_per_grad']:.4f} | "
-              f"{v['ess_per_second']:.1f} | {v['max_rhat']:.3f} | {v['divergences']} |")
-    # the two ratios the issue asks for; one run's minimum ESS varies by 10-20% between seeds, so we compare the
-    # mean over runs: our seeds vs BlackJAX's two runs (ESS per gradient), and vs NumPyro's cold run (ESS per second)
+              f"{v['ess_per_second']:.1f} | {v['max_rhat']:.3f} | {v['divergences']} | {v['load'][0]:.1f}-{v['load'][1]:.1f} |")
+    # the ratios the issue asks for; one run's minimum ESS varies by 10-20% between seeds, so we compare means over runs
     mean = lambda p, pre, key: np.mean([v[key] for k, v in results.items() if k.startswith(f"{p}/{pre}")] or [np.nan])
     for p in ("gaussian100", "logistic31"):
-        ours_g, bj_g = mean(p, "bayesnotes", "ess_per_grad"), mean(p, "blackjax", "ess_per_grad")
-        ours_s, np_s = mean(p, "bayesnotes", "ess_per_second"), mean(p, "numpyro_cold", "ess_per_second")
-        print(f"{p}: ESS/grad bayesnotes / BlackJAX = {ours_g / bj_g:.2f} (required >= 0.8); "
-              f"ESS/s bayesnotes / NumPyro cold = {ours_s / np_s:.2f} (target >= 1)")
+        bj_g = mean(p, "blackjax", "ess_per_grad")
+        np_cold, np_warm = mean(p, "numpyro_cold", "ess_per_second"), mean(p, "numpyro_warm", "ess_per_second")
+        for tag in ("after_closed", "after_autograd", "before_autograd"):
+            g, s_ = mean(p, f"bayesnotes_{tag}", "ess_per_grad"), mean(p, f"bayesnotes_{tag}", "ess_per_second")
+            print(f"{p} {tag}: ESS/grad / BlackJAX = {g / bj_g:.2f} (required >= 0.9); ESS/s / NumPyro cold = "
+                  f"{s_ / np_cold:.2f} (closed form >= 1, autograd >= 0.7), / NumPyro warm = {s_ / np_warm:.2f}")
 
 
 if __name__ == "__main__":
