@@ -198,7 +198,10 @@ def test_normal_gamma_posterior_matches_sequential_and_evidence_chain_rule(seed)
     mu = rng.normal(post.mu, 1 / np.sqrt(post.kappa * tau))
     assert abs(mu.mean() - post.mean_mu) < 4.9 * mu.std() / np.sqrt(mu.size)   # CLT: 4.9 se, false alarm 1e-6
     assert abs(tau.mean() - post.mean_tau) < 4.9 * tau.std() / np.sqrt(tau.size)   # CLT: 4.9 se, false alarm 1e-6
-    assert abs(mu.var() / post.var_mu - 1) < 0.02   # relative SE of a variance ~ sqrt(kurtosis-1 / n) << 0.02
+    # mu's marginal is Student t with 2a degrees of freedom: kurtosis k = 3 + 6 / (2a - 4), and a sample variance has
+    # relative SE sqrt((k - 1) / n); 4.9 of them (0.017 here): false alarm 1e-6
+    k = 3 + 6 / (2 * post.a - 4)
+    assert abs(mu.var() / post.var_mu - 1) < 4.9 * np.sqrt((k - 1) / mu.size)
     ng = NormalGamma(0.3, 2.0, 3.0, 1.5)
     mu_, tau_ = np.array([-1.0, 0.3, 2.0]), np.array([0.5, 1.0, 4.0])
     ref = stats.gamma.logpdf(tau_, 3.0, scale=1 / 1.5) + stats.norm.logpdf(mu_, 0.3, 1 / np.sqrt(2.0 * tau_))
@@ -432,10 +435,15 @@ def test_figures_and_regeneration(tmp_path):
 
 
 def test_import_is_fast():
-    "import bayesnotes must stay well under a second (the heavy stack is imported lazily)."
-    code = "import time; t = time.perf_counter(); import bayesnotes; print(time.perf_counter() - t)"
-    t = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    assert t < 0.5, f"import bayesnotes took {t:.2f} s"
+    """`import bayesnotes` loads none of the heavy stack (scipy, matplotlib, autograd, scikit-learn, tqdm, IPython):
+    each chapter module imports what it needs. Checked on the modules loaded, not on a time, which depends on the
+    machine; the time is only a loose smoke bound."""
+    code = ("import sys, time; t = time.perf_counter(); import bayesnotes; t = time.perf_counter() - t; "
+            "heavy = ('scipy', 'matplotlib', 'autograd', 'sklearn', 'tqdm', 'IPython', 'ipywidgets'); "
+            "print(t, ','.join(m for m in heavy if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert len(out) == 1, f"import bayesnotes loaded {out[1]}"
+    assert float(out[0]) < 5, f"import bayesnotes took {float(out[0]):.2f} s"
 
 
 @pytest.mark.parametrize("call", [
