@@ -167,7 +167,10 @@ def test_nuts_on_a_small_bnn_mixes_in_prediction_space(seed):
     assert fit.draws.shape == (8, 200, 13)
     rh = fit.rhat_predictions(np.linspace(-2, 2, 21)[:, None])
     # with 100 draws per chain the largest of the 21 R-hats reached 1.057 at 2 seeds in 20 (R-hat - 1 shrinks
-    # roughly like 1 / n_draws); 200 draws per chain keep 1.05 clear
+    # roughly like 1 / n_draws). With 200 draws, over seeds 0-19 the largest R-hat was 1.0148 +- 0.0043 (range
+    # 1.007-1.023): the bound 1.05 is 8 spreads away. R-hat's right tail is heavier than a Gaussian's; on the log
+    # scale (log(R-hat - 1): mean -4.26, sd 0.32 over the seeds, roughly normal) the bound is 4.0 sds out: false
+    # alarm about 3e-5, the largest single share of the suite's 1e-3 budget
     assert rh.max() < 1.05, rh
     p = fit.predict(np.array([[0.], [3.]]), 500, rng=seed(0))
     assert p.f_samples.shape == (500, 2) and p.std[1] > p.std[0]
