@@ -15,6 +15,7 @@ from .core import (COLORS, as_rng, beta_binomial_update, check_finite, check_pos
 from .core import progress as _progress
 
 from .core import blas_threads
+from .vi import laplace, logistic_predictive
 
 # %% auto #0
 __all__ = ['REJECT', 'expected_loss', 'Decision', 'bayes_action', 'weighted_quantile', 'bayes_estimator', 'fig_bayes_estimators',
@@ -588,21 +589,20 @@ def logistic_map(X,              # (n, d) design matrix
     return res.x
 
 def _laplace_logistic(X, y, prior_var):
-    "Laplace approximation N(w_map, H^{-1}) with H = X^T diag(p (1 - p)) X + I / sigma^2 (Cholesky)."
-    from scipy.linalg import cho_factor, cho_solve
-    w = logistic_map(X, y, prior_var)
-    p = special.expit(X @ w)
-    H = (X * (p * (1 - p))[:, None]).T @ X + np.eye(X.shape[1]) / prior_var
-    return w, cho_solve(cho_factor(H), np.eye(X.shape[1]))
+    "Laplace approximation N(w_map, H^{-1}) of logistic regression, by the VI chapter's `laplace`; returns (mean, cov)."
+    s2 = float(check_positive("prior_var", prior_var))
+    def log_post_hessian(w):   # -(X^T diag(p (1 - p)) X + I / sigma^2), exact
+        p = special.expit(X @ w)
+        return -((X * (p * (1 - p))[:, None]).T @ X + np.eye(X.shape[1]) / s2)
+    with blas_threads(1):
+        fit = laplace(logistic_regression(X, y, prior_scale=np.sqrt(s2)), np.zeros(X.shape[1]), hess=log_post_hessian)
+    return fit.mode, fit.cov
 
 def moderated_predictive(Xnew,   # (m, d) inputs
                          mean,   # (d,) Gaussian posterior mean of the weights
                          cov):   # (d, d) posterior covariance
-    "Probit approximation sigma(kappa(v) m) to the Gaussian-averaged logistic predictive p(y=1|x)."
-    Xn = np.asarray(Xnew, dtype=float)
-    m = Xn @ np.asarray(mean, dtype=float)
-    v = np.einsum("nd,de,ne->n", Xn, np.asarray(cov, dtype=float), Xn)
-    return special.expit(m / np.sqrt(1 + np.pi * v / 8))
+    "Probit approximation sigma(kappa(v) m) to the Gaussian-averaged logistic predictive p(y=1|x) (the VI chapter's `logistic_predictive`)."
+    return logistic_predictive(mean, cov, np.atleast_2d(np.asarray(Xnew, dtype=float)), method="probit")
 
 # %% ../nbs/06_decision.ipynb #ad76db53
 def fig_map_vs_laplace(prior_var=100.0,  # sigma^2 of the prior (the value used in the book's example)
@@ -650,8 +650,10 @@ def fig_logistic_prior_predictive(omegas=(10.0, 1.5),               # prior vari
         beta = np.sqrt(prior_var) * rng.standard_normal((n_draws, D))
         prob = special.expit(np.einsum("snd,sd->sn", X, beta))
         fracs.append((rng.random(prob.shape) < prob).mean(axis=1))
-    ax1.violinplot(fracs, positions=np.arange(len(dims)), showmedians=True)
-    ax1.set_xticks(np.arange(len(dims))); ax1.set_xticklabels([str(d) for d in dims])
+    # D -> infinity: the fraction of n labels is Binomial(n, Phi(sqrt(p / (1 - p)) Z)) / n with Z ~ N(0, 1)
+    fracs.append(rng.binomial(n, stats.norm.cdf(np.sqrt(p_feature / (1 - p_feature)) * rng.standard_normal(n_draws))) / n)
+    ax1.violinplot(fracs, positions=np.arange(len(dims) + 1), showmedians=True)
+    ax1.set_xticks(np.arange(len(dims) + 1)); ax1.set_xticklabels([str(d) for d in dims] + ["$\\infty$"])
     ax1.set_xlabel("number of features D"); ax1.set_ylabel("fraction of y = 1")
     ax1.set_title(r"$\beta \sim N(0, 1.5 I)$, $x_d \sim$ Ber(0.8)")
     return fig
@@ -693,11 +695,8 @@ def log_score(probs,          # (n, C) predicted class probabilities, or (n,) P(
 def brier_score(probs,          # (n, C) predicted class probabilities, or (n,) P(y=1)
                 labels,         # (n,) observed classes
                 reduce="mean"): # 'mean' or 'none'
-    "Squared distance between the predicted probabilities and the one-hot label (lower is better; proper)."
-    binary = np.ndim(probs) == 1
+    "Brier score sum_c (q_c - 1{y = c})^2 (lower is better; proper); (n,) probs p mean the 2-class vectors (1 - p, p), score 2 (p - y)^2."
     p, y = _probs_labels(probs, labels)
-    if binary:                                   # the usual binary convention (p - y)^2
-        return _reduce((p[:, 1] - y) ** 2, reduce)
     onehot = np.eye(p.shape[1])[y]
     return _reduce(np.sum((p - onehot) ** 2, axis=1), reduce)
 
@@ -722,22 +721,24 @@ def joint_predictive(outcomes,       # (..., tau) binary outcomes
 class CalibrationCurve(NamedTuple):
     "Binned confidence and accuracy (NaN in empty bins, whose count is 0)."
     confidence: np.ndarray  # (B,) mean confidence in each bin
-    accuracy: np.ndarray    # (B,) fraction correct (top-label) or fraction of y=1 (binary) in each bin
+    accuracy: np.ndarray    # (B,) fraction correct (top-label, cls=None) or fraction of y = cls in each bin
     counts: np.ndarray      # (B,) number of examples in each bin
     edges: np.ndarray       # (B+1,) bin edges
 
-def calibration_curve(probs,       # (n, C) class probabilities (top-label curve) or (n,) P(y=1) (binary curve)
+def calibration_curve(probs,       # (n, C) class probabilities, or (n,) P(y=1) read as the table (1 - p, p)
                       labels,      # (n,) observed classes
-                      n_bins=10):  # number of equal-width bins on [0, 1]
-    "Reliability curve: mean confidence and empirical accuracy in equal-width confidence bins."
+                      n_bins=10,   # number of equal-width bins on [0, 1]
+                      cls=None):   # None: top-label confidence vs accuracy; c: probability of class c vs frequency of y = c
+    "Reliability curve: mean confidence and empirical accuracy (top-label, or of one class `cls`) in equal-width bins."
     if int(n_bins) != n_bins or n_bins < 1:
         raise ValueError("n_bins must be a positive integer")
-    binary = np.ndim(probs) == 1
     p, y = _probs_labels(probs, labels)
-    if binary:
-        conf, hit = p[:, 1], (y == 1).astype(float)
-    else:
+    if cls is None:
         conf, hit = p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
+    else:
+        if not (np.ndim(cls) == 0 and float(cls) == int(cls) and 0 <= int(cls) < p.shape[1]):
+            raise ValueError(f"cls must be None or a class index in 0..{p.shape[1] - 1}, got {cls!r}")
+        conf, hit = p[:, int(cls)], (y == int(cls)).astype(float)
     edges = np.linspace(0, 1, int(n_bins) + 1)
     b = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)   # bin b holds ((b)/B, (b+1)/B]
     counts = np.bincount(b, minlength=n_bins)
@@ -746,11 +747,12 @@ def calibration_curve(probs,       # (n, C) class probabilities (top-label curve
         acc = np.bincount(b, hit, n_bins) / counts
     return CalibrationCurve(mean_conf, acc, counts, edges)
 
-def expected_calibration_error(probs,       # (n, C) class probabilities or (n,) P(y=1)
+def expected_calibration_error(probs,       # (n, C) class probabilities or (n,) P(y=1), read as (1 - p, p)
                                labels,      # (n,) observed classes
-                               n_bins=10):  # number of equal-width bins
-    "ECE: bin-size-weighted mean |accuracy - confidence| over confidence bins."
-    cc = calibration_curve(probs, labels, n_bins)
+                               n_bins=10,   # number of equal-width bins
+                               cls=None):   # None: top-label ECE; c: ECE of the probabilities of class c
+    "ECE: bin-size-weighted mean |accuracy - confidence| over the bins of `calibration_curve`."
+    cc = calibration_curve(probs, labels, n_bins, cls)
     ok = cc.counts > 0
     return float(np.sum(cc.counts[ok] / cc.counts.sum() * np.abs(cc.accuracy[ok] - cc.confidence[ok])))
 
@@ -764,7 +766,7 @@ def marginal_calibration_error(probs,          # (n, C) class probabilities
     wc = np.full(C, 1.0 / C) if class_weights is None else _as_weights(class_weights, C)
     total = 0.0
     for c in range(C):
-        cc = calibration_curve(np.clip(p[:, c], 0, 1), (y == c).astype(int), n_bins)
+        cc = calibration_curve(p, y, n_bins, cls=c)
         ok = cc.counts > 0
         total += wc[c] * np.sum(cc.counts[ok] / len(y) * (cc.accuracy[ok] - cc.confidence[ok]) ** 2)
     return float(total)
@@ -811,10 +813,11 @@ def reliability_diagram(probs,       # (n, C) class probabilities or (n,) P(y=1)
                         labels,      # (n,) observed classes
                         n_bins=10,   # number of bins
                         ax=None,     # matplotlib Axes to draw into; None: a new figure
-                        title=None): # panel title (the ECE is appended)
+                        title=None,  # panel title (the ECE is appended)
+                        cls=None):   # None: top-label diagram; c: reliability of the probabilities of class c
     "Reliability diagram: accuracy per confidence bin against the diagonal, with the ECE."
-    cc = calibration_curve(probs, labels, n_bins)
-    ece = expected_calibration_error(probs, labels, n_bins)
+    cc = calibration_curve(probs, labels, n_bins, cls)
+    ece = expected_calibration_error(probs, labels, n_bins, cls)
     if ax is None:
         fig, ax = new_figure(1, 1, width=4.0, height=4.0)
     fig = ax.figure
@@ -916,7 +919,7 @@ def histogram_binning(probs,       # (n,) uncalibrated P(y = 1)
                       labels,      # (n,) binary outcomes
                       n_bins=10):  # equal-width bins
     "Histogram binning: per-bin empirical frequencies as the calibrated probabilities."
-    cc = calibration_curve(probs, labels, n_bins)
+    cc = calibration_curve(probs, labels, n_bins, cls=1)    # frequency of y = 1 in each bin of P(y = 1)
     mid = 0.5 * (cc.edges[:-1] + cc.edges[1:])
     return HistogramBinning(cc.edges, np.where(cc.counts > 0, cc.accuracy, mid))
 
@@ -965,8 +968,8 @@ def fig_calibrators(n_bins=10,  # bins of the histogram calibrator and of the EC
         ax.plot(pc, yc + jitter, "x", color="k", ms=3, alpha=0.4)
         ax.plot(grid_p, curve, color=COLORS[1], lw=2, label="calibrated")
         ax.plot([0, 1], [0, 1], color="0.6", ls="--", lw=1, label="identity (raw)")
-        ece_raw = expected_calibration_error(pt, yt, n_bins)
-        ax.set_title(f"{name}\ntest ECE {100 * ece_raw:.1f}% -> {100 * expected_calibration_error(test_p, yt, n_bins):.1f}%",
+        ece_raw = expected_calibration_error(pt, yt, n_bins, cls=1)
+        ax.set_title(f"{name}\ntest ECE {100 * ece_raw:.1f}% -> {100 * expected_calibration_error(test_p, yt, n_bins, cls=1):.1f}%",
                      fontsize=9)
         ax.set_xlabel("raw top-label confidence")
     axes[0].set_ylabel("correct? (jittered) / calibrated probability"); axes[0].legend(frameon=False, fontsize=8)
@@ -1054,6 +1057,8 @@ def split_conformal_regression(y_cal,            # (n,) calibration responses
     q = conformal_quantile(np.abs(y - f) / u, alpha)
     return ConformalInterval(ft - q * ut, ft + q * ut, q)
 
+
+# %% ../nbs/06_decision.ipynb #dec-conf-bayes-code
 def conformal_bayes_regression(y_cal,       # (n,) calibration responses
                                mean_cal,    # (n,) Gaussian predictive means on the calibration set
                                sd_cal,      # (n,) predictive standard deviations

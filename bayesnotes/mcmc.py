@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['MAX_ENERGY_ERROR', 'MIX_MEANS', 'MIX_SDS', 'MIX_WEIGHTS', 'RWM_SCALES', 'BIOASSAY', 'mh_transition_matrix',
            'random_walk_matrix', 'tv_to_stationary', 'fig_random_walk', 'State', 'Info', 'Kernel', 'run_programs',
-           'rwmh', 'mala', 'leapfrog', 'hamiltonian', 'hmc', 'nuts', 'slice_sampler', 'DualAveraging',
-           'warmup_schedule', 'SampleStats', 'MCMCResult', 'sample', 'mixture_target', 'mixture_pdf', 'run_rwm_mixture',
-           'fig_rwm_mixture', 'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot', 'gibbs_gaussian',
-           'fig_gibbs_zigzag', 'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture', 'gibbs_normal',
-           'ising_gibbs', 'fig_ising', 'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm', 'slice_demo_target',
-           'fig_slice_1d', 'binomial_logistic_target', 'fig_slice_binomial', 'peaks', 'simulated_annealing',
-           'fig_annealing', 'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories', 'fig_warmup',
-           'funnel_noncentred', 'run_funnel', 'fig_funnel', 'iris_logistic', 'fig_iris_boundaries']
+           'rwmh', 'mala', 'leapfrog', 'hamiltonian', 'hmc', 'nuts_doubling', 'fig_nuts_tree', 'naive_nuts', 'nuts',
+           'slice_sampler', 'DualAveraging', 'warmup_schedule', 'SampleStats', 'MCMCResult', 'sample', 'mixture_target',
+           'mixture_pdf', 'run_rwm_mixture', 'fig_rwm_mixture', 'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot',
+           'gibbs_gaussian', 'fig_gibbs_zigzag', 'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture',
+           'gibbs_normal', 'ising_gibbs', 'fig_ising', 'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm',
+           'slice_demo_target', 'fig_slice_1d', 'binomial_logistic_target', 'fig_slice_binomial', 'peaks',
+           'simulated_annealing', 'fig_annealing', 'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories',
+           'fig_warmup', 'funnel_noncentred', 'run_funnel', 'fig_funnel', 'iris_logistic', 'fig_iris_boundaries']
 
 # %% ../nbs/04_mcmc.ipynb #25efdc7e
 import math
@@ -24,7 +24,7 @@ import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .core import (Target, as_target, as_rng, check_count, check_finite, check_positive, progress as _progress,
                              new_figure, COLORS, correlated_gaussian, funnel, load_iris_2d)
-from .diagnostics import rhat, ess_bulk, autocorr
+from .diagnostics import rhat, ess_bulk, autocorr, e_bfmi as _e_bfmi
 
 # %% ../nbs/04_mcmc.ipynb #e3351069
 def mh_transition_matrix(p,    # target probabilities on a finite space, shape (n,), may be unnormalised
@@ -389,6 +389,123 @@ def hmc(target,            # a `Target`, or an autograd log density with `dim`
     return _make_kernel("hmc", target, True, make_program,
                         dict(step_size=step_size, inv_mass=np.ones(target.dim) if inv_mass is None else inv_mass))
 
+# %% ../nbs/04_mcmc.ipynb #nuts-tree-code
+def nuts_doubling(target,           # a `Target` of dimension 2 or more
+                  x0,               # start position (dim,)
+                  p0,               # start momentum (dim,)
+                  step_size,        # leapfrog step size
+                  directions):      # sequence of +1/-1, one per doubling
+    "Leaves of a NUTS trajectory doubled in the given directions: dict leapfrog time t -> (position, doubling j; -1 for the start)."
+    leaves = {0: (np.asarray(x0, float), -1)}
+    ends = {1: (0, np.asarray(x0, float), np.asarray(p0, float)), -1: (0, np.asarray(x0, float), np.asarray(p0, float))}
+    for j, v in enumerate(directions):
+        if v not in (1, -1):
+            raise ValueError(f"`directions` must hold +1 or -1, got {v!r}")
+        t, x, p = ends[v]
+        xs, ps = leapfrog(target, x, p, v * step_size, 2 ** j, return_path=True)
+        for k in range(1, 2 ** j + 1):
+            leaves[t + v * k] = (xs[k], j)
+        ends[v] = (t + v * 2 ** j, xs[-1], ps[-1])
+    return leaves
+
+def fig_nuts_tree(directions=(1, -1, 1, 1),  # direction of each doubling
+                  step_size=0.25,             # leapfrog step size
+                  rho=0.9):                   # correlation of the 2-d Gaussian target
+    "A NUTS trajectory built by doubling: the binary tree over leapfrog time (top) and its points in the plane (bottom)."
+    t = correlated_gaussian(rho)
+    leaves = nuts_doubling(t, np.array([-1.0, -0.6]), np.array([1.0, 0.3]), step_size, directions)
+    times = np.array(sorted(leaves))
+    J = len(directions)
+    fig, axes = new_figure(2, 1, width=7, height=7.5, gridspec_kw={"height_ratios": [1, 1.6]})
+    ax = axes[0]
+    for level in range(1, J + 1):                 # node = block of 2^level consecutive leaves, from the left end
+        size = 2 ** level
+        for s in range(0, len(times), size):
+            mid, half = times[s:s + size].mean(), size // 2
+            for child in (times[s:s + half].mean(), times[s + half:s + size].mean()):
+                ax.plot([mid, child], [level, level - 1], color="0.6", lw=1)
+            ax.plot(mid, level, "o", color="0.4", ms=4)
+    for tt in times:
+        j = leaves[tt][1]
+        ax.plot(tt, 0, "o", color="k" if j < 0 else COLORS[j % len(COLORS)], ms=7)
+    for j, v in enumerate(directions):
+        ax.plot([], [], "o", color=COLORS[j % len(COLORS)], label=f"doubling {j}: {2 ** j} step(s) {'forwards' if v > 0 else 'backwards'}")
+    ax.plot([], [], "o", color="k", label="start $(x_0, p_0)$")
+    ax.set_xlabel("leapfrog time (steps from the start)"); ax.set_ylabel("tree level"); ax.set_yticks(range(J + 1))
+    ax.set_ylim(-0.5, J + 2.3)
+    ax.legend(fontsize=7, loc="upper center", ncol=2); ax.set_title("the trajectory is a balanced binary tree")
+    ax = axes[1]
+    g = np.linspace(-3, 3, 150)
+    ax.contour(g, g, _density_grid(t, np.stack(np.meshgrid(g, g), -1)), levels=[-6, -4, -2.5, -1.5], colors="0.8")
+    pts = np.array([leaves[tt][0] for tt in times])
+    ax.plot(pts[:, 0], pts[:, 1], "-", color="0.6", lw=0.8)
+    for tt in times:
+        x, j = leaves[tt]
+        ax.plot(*x, "o", color="k" if j < 0 else COLORS[j % len(COLORS)], ms=6)
+    ax.set_aspect("equal"); ax.set_xlabel("$x_1$"); ax.set_ylabel("$x_2$")
+    ax.set_title("the same points in the plane")
+    return fig
+
+# %% ../nbs/04_mcmc.ipynb #naive-nuts-code
+def naive_nuts(value_and_grad,  # x (dim,) -> (log density, gradient), e.g. `Target.value_and_grad`
+               x0,              # start (dim,)
+               step_size,       # leapfrog step size (fixed, no adaptation)
+               n_draws=1000,    # iterations (every one is kept)
+               rng=None,        # numpy Generator or int seed
+               max_depth=10):   # at most 2^max_depth - 1 leapfrog steps per iteration
+    "Hoffman & Gelman's efficient NUTS (their Algorithm 3: slice variable, doubling) as plain recursion; identity mass. For teaching."
+    rng = as_rng(rng)
+    x = check_finite("x0", np.atleast_1d(np.asarray(x0, dtype=float)))
+    eps = float(check_positive("step_size", step_size))
+    max_depth = check_count("max_depth", max_depth)
+    def leapfrog_(z, e):                                 # z = (x, p, logdensity, grad)
+        p = z[1] + 0.5 * e * z[3]
+        x1 = z[0] + e * p
+        lp, g = value_and_grad(x1)
+        return (x1, p + 0.5 * e * np.asarray(g), float(lp), np.asarray(g))
+    def no_u_turn(minus, plus):                          # both ends still move apart
+        dx = plus[0] - minus[0]
+        return dx @ minus[1] >= 0 and dx @ plus[1] >= 0
+    def build_tree(z, log_u, v, j):
+        "Subtree of 2^j steps from z in direction v: (minus end, plus end, candidate, points in the slice, valid)."
+        if j == 0:
+            z1 = leapfrog_(z, v * eps)
+            joint = z1[2] - 0.5 * z1[1] @ z1[1]          # -H
+            return z1, z1, z1, int(log_u <= joint), bool(log_u < joint + MAX_ENERGY_ERROR)
+        minus, plus, cand, n, ok = build_tree(z, log_u, v, j - 1)
+        if ok:                                           # second half, continued from the outer end
+            if v < 0:
+                minus, _, cand2, n2, ok2 = build_tree(minus, log_u, v, j - 1)
+            else:
+                _, plus, cand2, n2, ok2 = build_tree(plus, log_u, v, j - 1)
+            if n + n2 > 0 and rng.uniform() < n2 / (n + n2):
+                cand = cand2
+            n += n2
+            ok = ok2 and no_u_turn(minus, plus)
+        return minus, plus, cand, n, ok
+    lp, g = value_and_grad(x)
+    z = (x, np.zeros_like(x), float(lp), np.asarray(g))
+    draws = np.empty((int(n_draws), x.size))
+    for i in range(int(n_draws)):
+        p0 = rng.standard_normal(x.size)
+        z = (z[0], p0, z[2], z[3])
+        log_u = z[2] - 0.5 * p0 @ p0 - rng.exponential()   # log of u ~ U(0, exp(-H(x, p0)))
+        minus = plus = new = z
+        n, ok, j = 1, True, 0
+        while ok and j < max_depth:
+            if rng.uniform() < 0.5:
+                minus, _, cand, n2, ok2 = build_tree(minus, log_u, -1, j)
+            else:
+                _, plus, cand, n2, ok2 = build_tree(plus, log_u, 1, j)
+            if ok2 and rng.uniform() < n2 / n:           # keep the new subtree's candidate w.p. min(1, n_new / n_old)
+                new = cand
+            n += n2
+            ok = ok2 and no_u_turn(minus, plus)
+            j += 1
+        z = new
+        draws[i] = z[0]
+    return draws
+
 # %% ../nbs/04_mcmc.ipynb #625f658c
 def _no_u_turn(psharp_minus, psharp_plus, rho):
     "Generalised no-U-turn criterion (Betancourt 2017): True while both ends still move along rho."
@@ -604,9 +721,9 @@ def warmup_schedule(n_warmup,          # number of warm-up iterations
 # %% ../nbs/04_mcmc.ipynb #d5021790
 def _initial_step_size(grad_based, rng, x, lp, g, eps, m, target_accept):
     """Program fragment (Stan's heuristic): double or halve the step size until the acceptance probability of a
-    single leapfrog step crosses 0.8 (for gradient-free kernels: of a single random-walk proposal, crossing the
-    target acceptance rate)."""
-    log_thr = math.log(0.8 if grad_based else target_accept)
+    single proposal (one leapfrog step for gradient kernels, one random-walk step otherwise) crosses
+    `target_accept`, the acceptance rate the kernel aims for."""
+    log_thr = math.log(target_accept)
     def log_accept(e):
         if grad_based:
             p = rng.standard_normal(x.size) / np.sqrt(m)
@@ -644,7 +761,15 @@ class MCMCResult(NamedTuple):
     kernel: str              # kernel family name
     warmup_step_size: np.ndarray  # (chain, n_warmup) step size used at each warm-up iteration
 
-# name: (factory(target, step, inv_mass, **kw) -> Kernel, target acceptance rate or None if not tuned)
+    @property
+    def e_bfmi(self):
+        "Energy Bayesian fraction of missing information per chain (Betancourt 2016); nan for kernels without momentum."
+        if self.kernel not in ("hmc", "nuts"):
+            return np.full(self.draws.shape[0], np.nan)
+        return _e_bfmi(self.stats.energy)
+
+# name: (factory(target, step, inv_mass, **kw) -> Kernel, target acceptance rate or None if not tuned);
+# rwmh aims at 0.44 instead of 0.234 in one dimension (see `_default_accept`)
 _FAMILIES = {
     "rwmh": (lambda t, s, m, **kw: rwmh(t, scale=s, inv_mass=m, **kw), 0.234),
     "mala": (lambda t, s, m, **kw: mala(t, step_size=s, inv_mass=m, **kw), 0.574),
@@ -652,6 +777,10 @@ _FAMILIES = {
     "nuts": (lambda t, s, m, **kw: nuts(t, step_size=s, inv_mass=m, **kw), 0.8),
     "slice": (lambda t, s, m, **kw: slice_sampler(t, width=s * np.sqrt(m), **kw), None),
 }
+
+def _default_accept(family, default, dim):
+    "The acceptance rate a kernel family aims for: optimal-scaling values for rwmh (0.234, 0.44 in 1-d) and mala."
+    return 0.44 if family == "rwmh" and dim == 1 else default
 
 def _resolve_kernel(kernel):
     if isinstance(kernel, str):
@@ -668,11 +797,12 @@ def _positive_int(name, v, minimum=1):
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {v!r}")
     return int(v)
 
-def _chain(make, family, uses_grad, rng, x, lp, g, eps, m, n_warmup, n_draws, windows, delta, tick):
-    "Program for one whole chain: warm-up with adaptation, then sampling. Returns its draws and statistics."
+def _chain(make, family, uses_grad, rng, x, lp, g, eps, m, n_warmup, n_draws, windows, delta, tick, accept):
+    """Program for one whole chain: warm-up with adaptation (towards acceptance `delta`, None: no adaptation), then
+    sampling. `accept` is the acceptance rate the initial step-size heuristic aims for. Returns draws and statistics."""
     d = x.size
     if eps is None:
-        eps = yield from _initial_step_size(uses_grad, rng, x, lp, g, 1.0, m, delta or 0.8)
+        eps = yield from _initial_step_size(uses_grad, rng, x, lp, g, 1.0, m, accept)
     rw = family in ("rwmh", "mala")
     # Stan shrinks towards 10x the initial step size; the random-walk kernels' noisier signal needs gentler settings
     da = DualAveraging(eps, delta, gamma=0.2 if rw else 0.05, mu_factor=1.0 if rw else 10.0) if delta else None
@@ -730,7 +860,7 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
            progress:bool=False, # show a progress bar
            step_size=None,     # initial (adapt=True) or fixed step size, scalar or (n_chains,); default: heuristic
            inv_mass=None,      # initial or fixed diagonal inverse mass, (dim,) or (n_chains, dim); default ones
-           target_accept=None, # acceptance rate targeted by the step-size adaptation (default per kernel)
+           target_accept=None, # acceptance rate aimed at by the step-size heuristic and adaptation (default per kernel)
            **kernel_kwargs):   # passed to the kernel factory (n_steps for hmc, max_depth for nuts, ...)
     "Run `n_chains` MCMC chains with Stan-style warm-up; returns draws (chain, draw, dim), statistics and adapted parameters."
     rng = as_rng(rng)
@@ -745,6 +875,7 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
             raise ValueError("`x0` is required when `target` is a plain function (it gives the dimension)")
         target = as_target(target, np.shape(x0)[-1])
     d = target.dim
+    default_accept = _default_accept(family, default_accept, d)
     if x0 is None:
         X = rng.uniform(-2, 2, size=(n_chains, d))
     else:
@@ -774,14 +905,15 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
                          "start inside the support of the target")
     if uses_grad and not np.all(np.isfinite([s[1] for s in start])):
         raise ValueError("gradient of the log density at `x0` is not finite")
-    delta = (default_accept if target_accept is None else target_accept) if (adapt and family != "slice") else None
+    accept = default_accept if target_accept is None else target_accept      # None only for slice
+    delta = accept if (adapt and family != "slice") else None
     windows = warmup_schedule(n_warmup) if adapt else []
     make = lambda e, m: factory(target, e, m, **kernel_kwargs).program
     bar = _progress(range((n_warmup + n_draws) * n_chains), progress, desc=f"{family}", total=(n_warmup + n_draws) * n_chains)
     tick = bar.update if hasattr(bar, "update") else (lambda *a: None)
     rngs = rng.spawn(n_chains)
     progs = [_chain(make, family, uses_grad, rngs[c], X[c], start[c][0], start[c][1], E[c], M[c].copy(),
-                    n_warmup, n_draws, windows, delta, lambda: tick(1)) for c in range(n_chains)]
+                    n_warmup, n_draws, windows, delta, lambda: tick(1), accept) for c in range(n_chains)]
     res = run_programs(progs, target)
     if hasattr(bar, "close"):
         bar.close()

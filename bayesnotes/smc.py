@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .core import as_rng, check_count, log_normalize, ess, progress as _progress, new_figure, COLORS, Target
+from .core import as_rng, check_count, check_positive, log_normalize, ess, progress as _progress, new_figure, COLORS, Target
 from .mcmc import sample
 
 # %% auto #0
@@ -391,32 +391,32 @@ def smc(model,                      # a `FeynmanKac` model (M0, M, logG, done)
         if t > 0 and model.done(t):
             break
         resampled = False
-        if t == 0:
+        if t == 0:                                  # step 0: x_0^n ~ M_0
             x = _check_particles(model.M0(rng, N), N, "M0", t)
         else:
-            if ess_threshold >= 1 or ess_t[-1] < ess_threshold * N:
+            if ess_threshold >= 1 or ess_t[-1] < ess_threshold * N:   # step 1: resample if ESS_{t-1} < tau N
                 A = scheme(W, N, rng)
                 xp, logW, resampled = x[A], np.full(N, -np.log(N)), True
-            else:
+            else:                                   # step 1 (no resampling): keep particles and weights W_{t-1}
                 A, xp, logW = arange, x, lw - lse
             if model.mutate_only_after_resampling and not resampled:
                 x = xp
-            else:
+            else:                                   # step 2: x_t^n ~ M_t(xp^n, .)
                 x = _check_particles(model.M(rng, t, xp), N, "M", t)
-        lG = np.asarray(model.logG(t, xp, x), dtype=float)
+        lG = np.asarray(model.logG(t, xp, x), dtype=float)   # step 3: log G_t(xp^n, x_t^n)
         if lG.shape != (N,):
             raise ValueError(f"logG must return shape ({N},) at step t={t}, got {lG.shape}")
         if np.isnan(lG).any() or (lG == np.inf).any():
             raise ValueError(f"logG returned NaN or +inf for {int((np.isnan(lG) | (lG == np.inf)).sum())} "
                              f"of {N} particles at step t={t}")
-        lw = logW + lG
-        try:
+        lw = logW + lG                              # step 3: log w_t^n = log W_{t-1}^n + log G_t^n
+        try:                                        # step 4: W_t^n and lse = hat ell_t = log sum_n w_t^n
             W, lse = log_normalize(lw)
         except ValueError as err:
             raise ValueError(f"smc step t={t}: every particle has zero weight (all log weights are -inf); "
                              "the potential G_t vanishes on all particles") from err
         # ESS = (sum w)^2 / sum w^2 = 1 / sum W^2; `ess(lw)` gives the same number but would normalise lw a second time
-        steps.append(lse); ess_t.append(1.0 / np.dot(W, W)); flags.append(resampled)
+        steps.append(lse); ess_t.append(1.0 / np.dot(W, W)); flags.append(resampled)   # step 4: record
         m, v = _weighted_moments(W, x); means.append(m); variances.append(v)
         if store_history:
             hist.append(x); whist.append(W); anc.append(A)
@@ -932,7 +932,7 @@ def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose norm
                 log_prior:Callable,  # theta (d,) -> log prior (-inf outside the support)
                 dim:int,             # dimension of theta
                 N:int,               # particles per likelihood estimate
-                rng=None,            # numpy Generator or seed, used by every particle filter run
+                rng=None,            # numpy Generator or seed: ONE stream, used by every particle filter run of this target
                 resampling:str="systematic", # resampling scheme
                 ess_threshold:float=0.5):    # adaptive resampling threshold
     "A `Target` whose log density at theta is log p(theta) + log Z_hat(theta), from a fresh particle filter at every call."
@@ -949,18 +949,27 @@ def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose norm
         return lp + smc(make_model(theta), N, rng, resampling=resampling, ess_threshold=ess_threshold).log_likelihood
     return Target(logp, dim, grad=_no_gradient, name=f"PMMH target (N={N} particles)")
 
+def _stack_chains(results):
+    "One MCMCResult from single-chain results, stacked along the chain axis."
+    first = results[0]
+    stats = type(first.stats)(*(np.concatenate([getattr(r.stats, f) for r in results]) for f in first.stats._fields))
+    return first._replace(draws=np.concatenate([r.draws for r in results]), stats=stats,
+                          step_size=np.concatenate([r.step_size for r in results]),
+                          inv_mass=np.concatenate([r.inv_mass for r in results]),
+                          warmup_step_size=np.concatenate([r.warmup_step_size for r in results]))
+
 def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th: bootstrap_model(ssm(th), y)
          log_prior:Callable,   # theta (d,) -> log prior density
          x0,                   # start (d,) for every chain, or (n_chains, d); inside the prior support
          N:int,                # particles per likelihood estimate
-         rng=None,             # numpy Generator or seed
-         n_warmup:int=200,     # warm-up iterations (proposal scale adaptation), discarded
+         rng=None,             # numpy Generator or seed; chain c uses its own child stream rng.spawn(n_chains)[c]
+         n_warmup:int=200,     # warm-up iterations (burn-in, or adaptation when adapt=True), discarded
          n_draws:int=500,      # draws kept per chain
          n_chains:int=2,       # chains
-         step_size=None,       # proposal standard deviation (default: the driver's heuristic at x0)
+         step_size=None,       # proposal standard deviation, scalar or (n_chains,); None: Stan's heuristic at x0
          inv_mass=None,        # diagonal proposal variance multiplier, (d,) (default ones)
          adapt:bool=False,     # adapt step_size and inv_mass during warm-up (see the note on sticky chains)
-         target_accept:float=0.2, # acceptance rate targeted by the adaptation (adapt=True)
+         target_accept:Optional[float]=None, # acceptance rate aimed at by the adaptation and by the step-size heuristic; None: `sample`'s rwmh default
          resampling:str="systematic", # resampling scheme of the particle filter
          ess_threshold:float=0.5,  # adaptive resampling threshold of the particle filter
          progress:bool=False): # show a progress bar
@@ -968,10 +977,38 @@ def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th:
     x0 = np.asarray(x0, dtype=float)
     if x0.ndim not in (1, 2) or x0.shape[-1] < 1:
         raise ValueError(f"x0 must have shape (d,) or (n_chains, d), got {x0.shape}")
+    n_chains = check_count("n_chains", n_chains)
+    X = np.tile(x0, (n_chains, 1)) if x0.ndim == 1 else x0
+    if X.shape[0] != n_chains:
+        raise ValueError(f"x0 must have shape ({x0.shape[-1]},) or ({n_chains}, {x0.shape[-1]}), got {x0.shape}")
+    if target_accept is not None:
+        if not (np.isscalar(target_accept) and 0 < target_accept < 1):
+            raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+        if not adapt and step_size is not None:
+            raise ValueError("target_accept has no effect with a fixed step_size and adapt=False: "
+                             "drop it, or pass step_size=None (heuristic) or adapt=True")
+    if step_size is not None:
+        E = check_positive("step_size", step_size)
+        if E.ndim > 1 or (E.ndim == 1 and E.shape[0] != n_chains):
+            raise ValueError(f"step_size must be a scalar or have {n_chains} entries, got shape {E.shape}")
+        E = np.broadcast_to(E, (n_chains,))
     rng = as_rng(rng)
-    target = pmmh_target(make_model, log_prior, x0.shape[-1], N, rng, resampling, ess_threshold)
-    return sample("rwmh", target, x0=x0, n_warmup=n_warmup, n_draws=n_draws, n_chains=n_chains, rng=rng,
-                  adapt=adapt, step_size=step_size, inv_mass=inv_mass, target_accept=target_accept, progress=progress)
+    runs = []
+    for c, stream in enumerate(rng.spawn(n_chains)):
+        # chain c owns one stream, split into one for its particle filters and one for its Metropolis moves, so its
+        # draws do not depend on how many other chains run (a shared filter stream would interleave their calls)
+        filter_rng, move_rng = stream.spawn(2)
+        target = pmmh_target(make_model, log_prior, X.shape[1], N, filter_rng, resampling, ess_threshold)
+        eps = None if step_size is None else float(E[c])
+        if eps is None and not adapt:
+            # Stan's doubling/halving heuristic at x0, aimed at target_accept: `sample` with adaptation switched on
+            # and no warm-up iteration returns exactly that initial step size (and one draw, which we discard)
+            eps = float(sample("rwmh", target, x0=X[c], n_warmup=0, n_draws=1, n_chains=1, rng=move_rng, adapt=True,
+                               inv_mass=inv_mass, target_accept=target_accept).step_size[0])
+        runs.append(sample("rwmh", target, x0=X[c], n_warmup=n_warmup, n_draws=n_draws, n_chains=1, rng=move_rng,
+                           adapt=adapt, step_size=eps, inv_mass=inv_mass,
+                           target_accept=target_accept if adapt else None, progress=progress))
+    return _stack_chains(runs)
 
 # %% ../nbs/05_smc.ipynb #4a46c769
 def ar1_pmmh_example(T:int=30,     # number of observations

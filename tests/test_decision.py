@@ -249,6 +249,25 @@ def test_moderated_predictive_close_to_monte_carlo(seed):
     assert np.all(err < 0.02 + 5.3 * mc.std(1) / np.sqrt(W.shape[0]))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
+def test_moderated_predictive_along_rays_without_intercept():
+    "No intercept: along x = c u the moderated logit c m_u / sqrt(1 + pi c^2 v_u / 8) rises to m_u / sqrt(pi v_u / 8)."
+    X, y = separable_data()
+    from bayesnotes.decision import _laplace_logistic
+    w, S = _laplace_logistic(X, y, 100.0)
+    # the Laplace fit (the VI chapter's `laplace`) is centred at the MAP, with covariance the inverse Hessian
+    p = special.expit(X @ w)
+    H = (X * (p * (1 - p))[:, None]).T @ X + np.eye(2) / 100.0
+    assert np.allclose(w, logistic_map(X, y, 100.0), atol=1e-4) and np.allclose(S @ H, np.eye(2), atol=1e-6)
+    c = np.geomspace(0.1, 1e4, 30)
+    for ang in np.linspace(0.1, np.pi, 9):
+        u = np.array([np.cos(ang), np.sin(ang)])
+        m, v = u @ w, u @ S @ u
+        pr = moderated_predictive(c[:, None] * u, w, S)
+        assert np.allclose(special.logit(pr), c * m / np.sqrt(1 + np.pi * c ** 2 * v / 8), rtol=1e-6, atol=1e-9)
+        assert np.all(np.diff(np.sign(m) * pr) > 0)
+        assert pr[-1] == pytest.approx(special.expit(m / np.sqrt(np.pi * v / 8)), abs=1e-6)
+
+
 # ---------------------------------------------------------------- scoring rules and calibration
 def test_scoring_rules_are_proper(seed):
     rng = np.random.default_rng(seed(14))
@@ -270,10 +289,42 @@ def test_scoring_rules_are_proper(seed):
 
 
 def test_score_values_and_infinite_log_score():
-    assert brier_score([0.8, 0.3], [1, 0]) == pytest.approx((0.04 + 0.09) / 2)
+    # one definition: sum over classes; a (n,) vector of P(y=1) means the two-class table (1 - p, p)
+    assert brier_score([0.8, 0.3], [1, 0]) == pytest.approx((0.08 + 0.18) / 2)
     assert brier_score([[0.2, 0.8]], [1]) == pytest.approx(0.08)
     assert log_score([[0.25, 0.75], [0.5, 0.5]], [1, 0]) == pytest.approx(-(np.log(0.75) + np.log(0.5)) / 2)
     assert log_score([[1.0, 0.0]], [1]) == np.inf                         # a confident miss is infinitely bad
+
+
+def test_binary_vector_and_two_class_table_agree(seed):
+    "brier_score, calibration_curve and the ECE give one answer whether P(y=1) comes as (n,) or as (n, 2)."
+    # (failed before: brier_score([0.8], [1]) was 0.04 but [[0.2, 0.8]] gave 0.08, and calibration_curve binned
+    # P(y=1) for (n,) input but the top-label confidence for (n, 2) input; `cls` did not exist)
+    rng = np.random.default_rng(seed(30))
+    p = rng.random(500)
+    y = (rng.random(500) < p).astype(int)
+    table = np.column_stack([1 - p, p])
+    assert brier_score([0.8], [1]) == pytest.approx(brier_score([[0.2, 0.8]], [1])) == pytest.approx(0.08)
+    assert np.allclose(brier_score(p, y, reduce="none"), brier_score(table, y, reduce="none"))
+    assert np.allclose(brier_score(p, y, reduce="none"), 2 * (p - y) ** 2)
+    for cls in (None, 0, 1):
+        a, b = calibration_curve(p, y, 10, cls=cls), calibration_curve(table, y, 10, cls=cls)
+        assert np.array_equal(a.counts, b.counts) and np.allclose(a.confidence, b.confidence, equal_nan=True)
+        assert np.allclose(a.accuracy, b.accuracy, equal_nan=True)
+        assert expected_calibration_error(p, y, 10, cls) == pytest.approx(expected_calibration_error(table, y, 10, cls))
+    # cls=1 is the curve of P(y=1) against the frequency of y=1; cls=None the top-label curve, by hand
+    c1 = calibration_curve(p, y, 10, cls=1)
+    b = np.clip(np.ceil(p * 10).astype(int) - 1, 0, 9)
+    assert np.allclose(c1.accuracy, [y[b == j].mean() for j in range(10)])
+    top = calibration_curve(p, y, 10)
+    conf = np.maximum(p, 1 - p)
+    bt = np.clip(np.ceil(conf * 10).astype(int) - 1, 0, 9)
+    hit = (p > 0.5).astype(int) == y
+    assert np.all(top.counts[:4] == 0) and np.array_equal(top.counts, np.bincount(bt, minlength=10))
+    ok = top.counts > 0
+    assert np.allclose(top.accuracy[ok], [hit[bt == j].mean() for j in np.flatnonzero(ok)])
+    with pytest.raises(ValueError, match="cls"):
+        calibration_curve(p, y, 10, cls=2)
 
 
 def test_expected_calibration_error_known_values(seed):
@@ -339,7 +390,7 @@ def test_histogram_and_isotonic_calibrators(seed):
     p = rng.random(3000)
     y = (rng.random(3000) < p ** 2).astype(int)          # true calibration map p -> p^2
     hb = histogram_binning(p, y, 5)
-    cc = calibration_curve(p, y, 5)
+    cc = calibration_curve(p, y, 5, cls=1)          # frequency of y = 1 in each bin of P(y = 1)
     assert np.allclose(hb.values, cc.accuracy) and np.allclose(hb(p), cc.accuracy[np.clip(np.ceil(p * 5) - 1, 0, 4).astype(int)])
     iso = isotonic_calibration(p, y)
     fitted = iso(p)

@@ -132,3 +132,175 @@ def test_summary_table(seed):
     assert np.all(np.abs(s.mean - [0, 5]) < 5.3 * s.mcse_mean)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert np.all(np.abs(s.sd - [1, 2]) < 5.3 * s.mcse_sd)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert "ess_bulk" in str(s) and s._repr_markdown_().startswith("|")
+
+
+# ------------------------------------------------------------------- reference: ArviZ's published algorithms
+# A straightforward re-implementation of arviz.stats.diagnostics (_split_chains, _z_scale, _rhat, _rhat_rank, _ess,
+# _ess_quantile, _mcse_quantile) for one quantity shaped (chain, draw), written from ArviZ's code: loops where ArviZ
+# loops (Geyer's monotone step), its rank back-transform and its quantile rule (R type 7). ArviZ is not installed
+# here, so this is the independent reference the package is checked against.
+def _az_split(a):
+    half = a.shape[1] // 2
+    return np.vstack([a[:, :half], a[:, -half:]])
+
+
+def _az_z_scale(a):
+    from scipy import stats
+    r = stats.rankdata(a, method="average").reshape(a.shape)
+    return stats.norm.ppf((r - 3 / 8) / (a.size - 2 * 3 / 8 + 1))
+
+
+def _az_rhat(a):
+    n = a.shape[1]
+    b = n * np.var(a.mean(axis=1), ddof=1)
+    w = np.mean(np.var(a, axis=1, ddof=1))
+    return np.sqrt((b / w + n - 1) / n)
+
+
+def _az_rhat_rank(a):
+    s = _az_split(a)
+    return max(_az_rhat(_az_z_scale(s)), _az_rhat(_az_z_scale(np.abs(s - np.median(s)))))
+
+
+def _az_ess(a):
+    m, n = a.shape
+    c = a - a.mean(axis=1, keepdims=True)
+    acov = np.array([[np.dot(c[j, :n - t], c[j, t:]) / n for t in range(n)] for j in range(m)])
+    mean_var = np.mean(acov[:, 0]) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n + (np.var(a.mean(axis=1), ddof=1) if m > 1 else 0.0)
+    rho = np.zeros(n)
+    even = rho[0] = 1.0
+    odd = rho[1] = 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
+    t = 1
+    while t < n - 3 and even + odd > 0.0:
+        even = 1.0 - (mean_var - np.mean(acov[:, t + 1])) / var_plus
+        odd = 1.0 - (mean_var - np.mean(acov[:, t + 2])) / var_plus
+        if even + odd >= 0:
+            rho[t + 1], rho[t + 2] = even, odd
+        t += 2
+    max_t = t - 2
+    if even > 0:
+        rho[max_t + 1] = even
+    t = 1
+    while t <= max_t - 2:                                  # Geyer's initial monotone sequence, Stan's loop
+        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
+            rho[t + 1] = rho[t + 2] = (rho[t - 1] + rho[t]) / 2.0
+        t += 2
+    tau = -1.0 + 2.0 * np.sum(rho[:max_t + 1]) + np.sum(rho[max_t + 1:max_t + 2])
+    return m * n / max(tau, 1 / np.log10(m * n))
+
+
+def _az_ess_quantile(a, p):
+    return _az_ess(_az_split((a <= np.quantile(a, p)).astype(float)))
+
+
+def _az_mcse_quantile(a, p):
+    from scipy import stats
+    ess = _az_ess_quantile(a, p)
+    ppf = stats.beta.ppf([0.1586553, 0.8413447], ess * p + 1, ess * (1 - p) + 1)
+    srt = np.sort(a.ravel())
+    size = srt.size
+    return (srt[int(np.ceil(np.nanmin((ppf[1] * size - 1, size - 1))))]
+            - srt[int(np.floor(np.nanmax((ppf[0] * size - 1, 0))))]) / 2
+
+
+@pytest.mark.parametrize("shape", [(3, 501), (4, 400), (2, 37), (1, 41)])
+def test_matches_arviz_reference_odd_and_even_lengths(shape, seed):
+    # Would have failed before the fix for odd lengths: R-hat folded at the median of ALL draws (middle ones included)
+    # instead of the median of the split draws, e.g. 1.00324 instead of ArviZ's 1.00322 on 3 chains x 501.
+    from bayesnotes.diagnostics import mcse_quantile
+    rng = np.random.default_rng(seed(10))
+    # chains with different scales and the same location: the tail (folded) half decides R-hat, where the fix acts
+    x = ar1_chains(0.6, shape[0], shape[1], rng) * np.array([[0.5], [2.0], [1.0], [1.5]])[:shape[0]]
+    if shape[0] > 1:
+        assert np.isclose(rhat(x), _az_rhat_rank(x), rtol=0, atol=1e-9)
+    assert np.isclose(ess_bulk(x), _az_ess(_az_z_scale(_az_split(x))), rtol=1e-9)
+    assert np.isclose(ess_mean(x), _az_ess(_az_split(x)), rtol=1e-9)
+    assert np.isclose(ess_tail(x), min(_az_ess_quantile(x, 0.05), _az_ess_quantile(x, 0.95)), rtol=1e-9)
+    for p in (0.05, 0.3, 0.5, 0.9):
+        assert np.isclose(mcse_quantile(x, p), _az_mcse_quantile(x, p), rtol=1e-9, atol=0)
+
+
+def test_rhat_of_odd_chains_ignores_the_middle_draw(seed):
+    # ArviZ drops the middle draw of an odd-length chain before splitting, so it cannot influence anything: R-hat
+    # of x equals R-hat of x without its middle draws (bulk and tail). Failed before the fix (tail folded at the
+    # median of all draws, middle ones included).
+    rng = np.random.default_rng(seed(11))
+    for n in (5, 101, 1001):
+        x = rng.standard_t(3, size=(4, n)) + np.array([[0.0], [0.3], [0.0], [0.1]])
+        x[:, n // 2] = 1e3 * rng.normal(size=4)                 # extreme middle draws: must not matter
+        assert rhat(x) == rhat(np.delete(x, n // 2, axis=1))
+
+
+def test_mcse_quantile_matches_the_iid_formula(seed):
+    # iid N(0, 1) draws: the MCSE of the p-quantile tends to sqrt(p (1 - p) / S) / f(q_p). One estimate is half the
+    # gap between order statistics m = 2 sqrt(S p (1 - p)) >= 600 ranks apart, relative sd ~ sqrt(1/m + 0.02^2) <= 0.046
+    # (exponential spacings plus the noise of the indicator ESS); the floor/ceil rule widens it by <= 2/m = 0.33%.
+    # The mean of 20 runs has se <= 0.0102, so 0.055 is 5.1 se beyond the bias (2 comparisons: false alarm < 1e-6).
+    from scipy import stats
+    from bayesnotes.diagnostics import mcse_quantile
+    rng = np.random.default_rng(seed(12))
+    for p in (0.1, 0.5):
+        classical = lambda S: np.sqrt(p * (1 - p) / S) / stats.norm.pdf(stats.norm.ppf(p))
+        ratio = [mcse_quantile(x, p) / classical(x.size) for x in (rng.normal(size=(4, 250_000)) for _ in range(20))]
+        assert abs(np.mean(ratio) - 1) < 0.055
+
+
+def test_mcse_quantile_against_replicated_runs(seed):
+    # the MCSE of the median must match the actual spread of the median estimate over 300 independent AR(1) runs:
+    # the empirical sd has relative se 1/sqrt(2 * 300) = 4.1%, the mean of the MCSEs ~1%: 0.22 is 5.2 combined se
+    from bayesnotes.diagnostics import mcse_quantile
+    rng = np.random.default_rng(seed(13))
+    med, mc = [], []
+    for _ in range(300):
+        x = ar1_chains(0.7, 4, 500, rng)
+        med.append(np.median(x)); mc.append(mcse_quantile(x, 0.5))
+    assert abs(np.mean(mc) / np.std(med, ddof=1) - 1) < 0.22
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.6, 0.95])
+def test_e_bfmi_of_ar1_energies(phi, seed):
+    # E-BFMI ~ 2 (1 - lag-1 autocorrelation of the energy): 2 for independent energies, 2 (1 - phi) for AR(1)
+    # energies, with sd 2 sqrt((1 - phi^2) / N) per chain. 4 chains x 3 phis = 12 comparisons: 5.7 sd, false alarm < 1e-6
+    from bayesnotes.diagnostics import e_bfmi
+    N = 5000
+    E = 3.0 + 2.0 * ar1_chains(phi, 4, N, np.random.default_rng(seed(14)))   # location and scale do not matter
+    eb = e_bfmi(E)
+    assert eb.shape == (4,)
+    assert np.all(np.abs(eb - 2 * (1 - phi)) < 5.7 * 2 * np.sqrt((1 - phi ** 2) / N))
+
+
+def test_e_bfmi_edge_cases(seed):
+    from bayesnotes.diagnostics import e_bfmi, mcse_quantile
+    E = np.random.default_rng(seed(15)).normal(size=(2, 100))
+    assert np.isclose(e_bfmi(E[0])[0], e_bfmi(E)[0])                    # a 1-d array is one chain
+    assert np.isclose(e_bfmi(E)[1], np.sum(np.diff(E[1]) ** 2) / np.sum((E[1] - E[1].mean()) ** 2))
+    E[1] = 4.0
+    with pytest.warns(RuntimeWarning, match="constant"):
+        eb = e_bfmi(E)
+    assert np.isfinite(eb[0]) and np.isnan(eb[1])
+    with pytest.raises(ValueError, match="energy"):
+        e_bfmi(np.zeros((2, 10, 3)))
+    with pytest.raises(ValueError, match="prob"):
+        mcse_quantile(E, 1.0)
+    x = np.random.default_rng(seed(16)).normal(size=(4, 100, 2)); x[..., 1] = 2.0
+    m = mcse_quantile(x, 0.3)
+    assert m.shape == (2,) and m[0] > 0 and m[1] == 0.0                   # a constant is estimated exactly
+
+
+def test_geyer_steps_reproduce_the_ess(seed):
+    from bayesnotes.diagnostics import geyer_steps
+    x = ar1_chains(0.8, 4, 1000, rng=seed(17))
+    g = geyer_steps(x)
+    assert np.isclose(ess_mean(x), x.size / max(g["tau"], 1 / np.log10(x.size)))
+    assert np.all(g["pairs"][:g["cut"]] >= 0) and (g["cut"] == len(g["pairs"]) or g["pairs"][g["cut"]] < 0)
+    # why the sum must be cut: a single chain's 1/N-normalised autocorrelations sum to exactly 0 over all lags
+    assert abs(1 + 2 * autocorr(x[0])[1:].sum()) < 1e-9
+
+
+def test_geyer_figure(seed):
+    from matplotlib.figure import Figure
+    from bayesnotes.diagnostics import fig_geyer_ar1, geyer_steps
+    assert isinstance(fig_geyer_ar1(0.5, 500, seed=seed(18)), Figure)
+    with pytest.raises(ValueError, match="one quantity"):
+        geyer_steps(np.zeros((2, 10, 2)))

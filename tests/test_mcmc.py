@@ -173,8 +173,12 @@ def test_samplers_match_banana_moments(kernel, kw, accept, seed):
     n_draws = {"rwmh": 4000, "mala": 2000, "hmc": 400, "nuts": 400}[kernel]
     res = sample(kernel, t, np.zeros(2), n_warmup=300, n_draws=n_draws, n_chains=4, rng=seed(11), **kw)
     x = res.draws
-    assert np.all(np.abs(x.reshape(-1, 2).mean(0)) < 5.5 * mcse_mean(x))
-    assert np.all(np.abs(x.reshape(-1, 2).std(0, ddof=1) - np.sqrt(np.diag(t.cov))) < 5.5 * mcse_sd(x))
+    # MALA's own MCSE is not trustworthy here: its chains explore the banana's curved x2 arm slowly, and the error of
+    # the sd of x2 in units of its estimated MCSE has heavy tails (over 30 seeds: largest 6.9 with the current
+    # warm-up, 9.1 with the earlier 0.8-targeted initial step). We keep the check, with a bound of 9 for MALA.
+    k = 9.0 if kernel == "mala" else 5.5
+    assert np.all(np.abs(x.reshape(-1, 2).mean(0)) < k * mcse_mean(x))
+    assert np.all(np.abs(x.reshape(-1, 2).std(0, ddof=1) - np.sqrt(np.diag(t.cov))) < k * mcse_sd(x))
     a = res.stats.accept_prob.mean()
     assert accept[0] < a < accept[1]                     # the step-size adaptation reached its target region
 
@@ -322,6 +326,79 @@ def test_sbc_detects_a_wrong_posterior(seed):
     assert _sbc_pvalue(ranks) < P_SBC
 
 
+# ----------------------------------------------------------------------------------------- step-size heuristic
+def test_initial_step_heuristic_aims_at_the_kernels_own_acceptance(seed):
+    # adapt=False and no step_size: the heuristic alone sets each chain's step. Before the fix it aimed at 0.8 for
+    # every kernel and gave random-walk Metropolis on N(0, I_2) steps of mostly 0.25-1 (optimum 2.38/sqrt(2) = 1.7).
+    # Each chain's result is an independent draw with P(step > 1) = 0.57 when aiming at 0.234 and 0.04 when aiming at
+    # 0.8 (measured over 4000 chains, se 0.008): P(Bin(100, 0.55) <= 25) = 1e-9, P(Bin(100, 0.06) >= 23) = 2e-8.
+    t = correlated_gaussian(0.0)
+    own = sample("rwmh", t, np.zeros(2), 0, 1, 100, rng=seed(0), adapt=False).step_size
+    assert np.mean(own > 1) > 0.25                                      # failed before the fix (~0.04)
+    # a given target_accept is honoured without adaptation too (as smc.pmmh passes a user's target_accept)
+    high = sample("rwmh", t, np.zeros(2), 0, 1, 100, rng=seed(1), adapt=False, target_accept=0.8).step_size
+    assert np.mean(high > 1) < 0.23
+
+
+def test_rwmh_adapts_to_044_in_one_dimension(seed):
+    # the optimal acceptance of a 1-d Gaussian random walk is 0.44 (0.234 only as the dimension grows). The mean
+    # acceptance after warm-up, over 4 chains, was 0.44 +- 0.037 aiming at 0.44 and 0.23 +- 0.027 aiming at 0.234
+    # (30 seeds; chains are independent, so over 16 chains the sd is halved): 0.34 is 5.4 sd below the first and
+    # 8 sd above the second. Failed before the fix (1-d chains aimed at 0.234).
+    t = Target(lambda x: -0.5 * anp.sum(x ** 2, axis=-1), 1, batched=True)
+    res = sample("rwmh", t, np.zeros(1), 1000, 1000, 16, rng=seed(2))
+    assert res.stats.accept_prob.mean() > 0.34
+    res2 = sample("rwmh", correlated_gaussian(0.0), np.zeros(2), 1000, 1000, 16, rng=seed(3))
+    assert res2.stats.accept_prob.mean() < 0.34                           # 2-d: the 0.234 target is kept
+
+
+# ----------------------------------------------------------------------------------------- energy and E-BFMI
+def test_energy_statistics_and_e_bfmi(seed):
+    from bayesnotes.diagnostics import e_bfmi
+    t = correlated_gaussian(0.5)
+    res = sample("nuts", t, None, 200, 300, 4, rng=seed(0))
+    # the energy of a Hamiltonian transition is -log p(x) + kinetic energy >= -log p(x); a random walk records -log p
+    assert np.all(res.stats.energy >= -res.stats.logdensity - 1e-9)
+    assert np.any(res.stats.energy > -res.stats.logdensity + 1e-3)
+    assert np.array_equal(res.e_bfmi, e_bfmi(res.stats.energy)) and res.e_bfmi.shape == (4,)
+    rw = sample("rwmh", t, None, 100, 100, 2, rng=seed(1))
+    assert np.allclose(rw.stats.energy, -rw.stats.logdensity) and np.all(np.isnan(rw.e_bfmi))
+
+
+def test_e_bfmi_flags_the_centred_funnel(seed):
+    # 10-d funnel, NUTS: over 20 seeds the chain-averaged E-BFMI was 0.08-0.20 centred and 0.97-1.22 non-centred
+    # (sd about 0.04 and 0.05 per run): 0.4 and 0.6 are more than 5 sd away
+    from bayesnotes.core import funnel
+    from bayesnotes.mcmc import funnel_noncentred
+    c = sample("nuts", funnel(10), None, 200, 300, 4, rng=seed(4))
+    nc = sample("nuts", funnel_noncentred(10), None, 200, 300, 4, rng=seed(5))
+    assert c.e_bfmi.mean() < 0.4 and nc.e_bfmi.mean() > 0.6
+
+
+# ----------------------------------------------------------------------------------------- teaching NUTS
+def test_nuts_doubling_builds_the_binary_tree():
+    from bayesnotes.mcmc import nuts_doubling
+    t = banana(0.1, 2.0)
+    x0, p0 = np.array([0.3, -0.5]), np.array([0.8, 0.2])
+    leaves = nuts_doubling(t, x0, p0, 0.1, (1, -1, -1, 1))
+    assert sorted(leaves) == list(range(-6, 10))                      # 1 + 2 + 4 backwards, 1 + 8 forwards
+    assert [leaves[k][1] for k in (1, -1, -2, -3, -6, 2, 9)] == [0, 1, 1, 2, 2, 3, 3]
+    # every leaf is the leapfrog solution at its time, whichever doubling produced it
+    assert np.allclose(leaves[-6][0], leapfrog(t, x0, p0, -0.1, 6)[0]) and np.allclose(leaves[9][0], leapfrog(t, x0, p0, 0.1, 9)[0])
+
+
+def test_naive_nuts_samples_a_correlated_gaussian(seed):
+    # Hoffman & Gelman's Algorithm 3 (slice variable) on N(0, Sigma), rho = 0.6, scales (1, 2): means and standard
+    # deviations within 5.3 MCSE (4 comparisons, false alarm < 1e-6)
+    from bayesnotes.mcmc import naive_nuts
+    t = correlated_gaussian(0.6, scales=(1.0, 2.0))
+    d = np.stack([naive_nuts(t.value_and_grad, np.zeros(2), 0.5, 1500, rng=seed(6 + c)) for c in range(4)])[:, 100:]
+    for j in range(2):
+        x = d[..., j]
+        assert abs(x.mean()) < 5.3 * mcse_mean(x)
+        assert abs(x.std(ddof=1) - np.sqrt(t.cov[j, j])) < 5.3 * mcse_sd(x)
+
+
 # ----------------------------------------------------------------------------------------- bad input
 def test_bad_input_raises(seed):
     t = correlated_gaussian(0.5)
@@ -366,3 +443,7 @@ def test_figure_functions_and_interactive_callbacks_return_figures():
     assert isinstance(rwm_mixing_plot(500.0, n_draws=300), Figure)
     assert isinstance(hmc_trajectory_plot(0.7, 30, 2), Figure)        # unstable step: must not raise
     assert isinstance(fig_leapfrog(), Figure)
+    from bayesnotes.mcmc import fig_nuts_tree
+    assert isinstance(fig_nuts_tree((1, 1, -1)), Figure)
+    with pytest.raises(ValueError, match="directions"):
+        fig_nuts_tree((1, 0))

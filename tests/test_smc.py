@@ -363,6 +363,53 @@ def test_pmmh_bad_inputs(seed):
         pmmh(None, log_prior, x0=[0.0], N=10, rng=seed(0))
     with pytest.raises(ValueError, match="N"):
         pmmh(make_model, log_prior, x0=[0.0], N=0, rng=seed(0))
+    with pytest.raises(ValueError, match="x0"):
+        pmmh(make_model, log_prior, x0=[[0.0], [0.1], [0.2]], N=10, rng=seed(0), n_chains=2)
+    with pytest.raises(ValueError, match="step_size"):
+        pmmh(make_model, log_prior, x0=[0.0], N=10, rng=seed(0), n_chains=2, step_size=[0.1, 0.2, 0.3])
+
+
+def test_pmmh_chain_draws_do_not_depend_on_the_number_of_chains(seed):
+    "Each chain owns its random streams: chain 0 is the same whether it runs alone or beside another chain."
+    # (failed before the fix: one shared filter stream interleaved the particle filters of all chains)
+    y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=8)
+    kw = dict(N=15, rng=seed(0), step_size=0.3, n_warmup=5, n_draws=30)
+    one = pmmh(make_model, log_prior, x0=[[0.2]], n_chains=1, **kw)
+    two = pmmh(make_model, log_prior, x0=[[0.2], [0.7]], n_chains=2, **kw)
+    assert one.draws.shape == (1, 30, 1) and two.draws.shape == (2, 30, 1)
+    assert np.array_equal(one.draws[0], two.draws[0])
+    assert np.array_equal(one.stats.accept_prob[0], two.stats.accept_prob[0])
+    assert not np.array_equal(two.draws[0], two.draws[1])
+
+
+class _ExactGaussianFK(FeynmanKac):
+    "A one-step model whose potential is the same for every particle, so log Z_hat = -|theta|^2 / 2 exactly."
+    T = 1
+    def __init__(self, theta): self.c = -0.5 * float(np.sum(np.asarray(theta) ** 2))
+    def M0(self, rng, N): return np.zeros((N, 1))
+    def M(self, rng, t, xp): return xp
+    def logG(self, t, xp, x): return np.full(len(x), self.c)
+
+
+def test_pmmh_target_accept_drives_the_step_size_heuristic(seed):
+    "Without a step size, pmmh's initial scale comes from Stan's heuristic aimed at target_accept."
+    # (failed before the fix: target_accept was ignored unless adapt=True, and the heuristic aimed at 0.8)
+    # Exact N(0, I_30) target started at its mode: the log acceptance of one proposal of scale e is
+    # -e^2 chi2_30 / 2. Aiming at 0.9 stops the halving at e <= 0.125 unless chi2_30 < 3.4 at e = 0.25
+    # (probability 1e-10); aiming at 0.01 stops at e >= 0.25 unless chi2_30 > 147 at e = 0.25 (1e-20).
+    kw = dict(x0=np.zeros(30), N=2, n_chains=1, n_warmup=0, n_draws=1)
+    easy = pmmh(_ExactGaussianFK, lambda th: 0.0, rng=seed(0), target_accept=0.01, **kw).step_size[0]
+    hard = pmmh(_ExactGaussianFK, lambda th: 0.0, rng=seed(0), target_accept=0.9, **kw).step_size[0]
+    assert easy >= 0.25 and hard <= 0.125, (easy, hard)
+    # a fixed step size without adaptation leaves target_accept nothing to do: refused, not ignored
+    with pytest.raises(ValueError, match="target_accept"):
+        pmmh(_ExactGaussianFK, lambda th: 0.0, rng=seed(0), step_size=0.1, target_accept=0.3, **kw)
+    with pytest.raises(ValueError, match="target_accept"):
+        pmmh(_ExactGaussianFK, lambda th: 0.0, rng=seed(0), target_accept=1.5, **kw)
+    # with adaptation it is passed to the driver's dual averaging (the run only has to work here)
+    res = pmmh(_ExactGaussianFK, lambda th: 0.0, rng=seed(0), **{**kw, "n_warmup": 30, "x0": np.zeros(2)},
+               adapt=True, target_accept=0.3)
+    assert res.draws.shape == (1, 1, 2)
 
 
 # ---------------------------------------------------------------- errors and validation
