@@ -23,7 +23,7 @@ from scipy import special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .core import (Target, as_target, as_rng, check_count, check_finite, check_positive, progress as _progress,
-                             new_figure, COLORS, correlated_gaussian, funnel, load_iris_2d)
+                             new_figure, COLORS, correlated_gaussian, funnel, load_iris_2d, logistic_regression)
 from .diagnostics import rhat, ess_bulk, autocorr, e_bfmi as _e_bfmi
 
 # %% ../nbs/04_mcmc.ipynb #e3351069
@@ -520,25 +520,16 @@ class _Subtree(NamedTuple):
     psharp_beg: np.ndarray; psharp_end: np.ndarray   # velocities M^-1 p at the first and last leaf
     p_beg: np.ndarray; p_end: np.ndarray             # momenta at the first and last leaf
 
-def _build_tree(rng, depth, z, eps, m, h0, stats):
-    "Program fragment: build a subtree of 2^depth leapfrog steps from z = (x, p, lp, g), Stan's recursion."
-    if depth == 0:
-        x, p, lp, g = yield from _leapfrog_step(z[0], z[1], z[3], eps, m)
-        h = _energy(lp, p, m)
-        stats[0] += 1                                     # leapfrog steps
-        stats[1] += math.exp(min(0.0, h0 - h))            # summed acceptance statistics
-        divergent = h - h0 > MAX_ENERGY_ERROR
-        stats[2] |= divergent
-        leaf = (x, p, lp, g)
-        ps = m * p
-        return _Subtree(not divergent, leaf, leaf, h0 - h, p, ps, ps, p, p)
-    left = yield from _build_tree(rng, depth - 1, z, eps, m, h0, stats)
-    if not left.valid:
-        return left
-    right = yield from _build_tree(rng, depth - 1, left.end, eps, m, h0, stats)
-    if not right.valid:
-        return right
-    log_w = np.logaddexp(left.log_w, right.log_w)
+def _logaddexp(a, b):
+    "log(e^a + e^b) for two floats: numpy's formula and libm calls (bit-identical to np.logaddexp), without array overhead."
+    if a == b:
+        return a + math.log(2.0)
+    d = a - b
+    return a + math.log1p(math.exp(-d)) if d > 0 else b + math.log1p(math.exp(d))
+
+def _merge(rng, left, right):
+    "Join two adjacent valid subtrees of equal size: multinomial choice of the proposal, then the U-turn checks."
+    log_w = _logaddexp(left.log_w, right.log_w)
     # uniform progressive sampling: the right half's candidate wins with probability W_right / W
     proposal = right.proposal if rng.uniform() < math.exp(right.log_w - log_w) else left.proposal
     rho = left.rho + right.rho
@@ -547,6 +538,38 @@ def _build_tree(rng, depth, z, eps, m, h0, stats):
              and _no_u_turn(left.psharp_beg, right.psharp_beg, left.rho + right.p_beg)
              and _no_u_turn(left.psharp_end, right.psharp_end, right.rho + left.p_end))
     return _Subtree(valid, right.end, proposal, log_w, rho, left.psharp_beg, right.psharp_end, left.p_beg, right.p_end)
+
+def _build_tree(rng, depth, z, eps, m, h0, stats):
+    """Program fragment: a subtree of 2^depth leapfrog steps from z = (x, p, lp, g). Iterative: leaves are made one at
+    a time and a stack holds the completed subtrees still waiting for their right neighbour; whenever the two on top
+    have the same size they are merged. This visits leaves, merges, checks and random numbers in exactly the order of
+    Stan's recursion (build left half, stop if invalid, build right half, stop if invalid, merge), so it returns the
+    same subtree from the same random stream, without a generator frame per level."""
+    stack = []                                            # (level, subtree): completed subtrees of 2^level leaves
+    x, p, lp, g = z
+    half = 0.5 * eps
+    for _ in range(1 << depth):
+        p = p + half * g                                  # one leapfrog step (as `_leapfrog_step`, inlined)
+        x = x + eps * m * p
+        lp, g = yield (_VG, x)
+        p = p + half * g
+        h = _energy(lp, p, m)
+        stats[0] += 1                                     # leapfrog steps
+        stats[1] += math.exp(min(0.0, h0 - h))            # summed acceptance statistics
+        divergent = h - h0 > MAX_ENERGY_ERROR
+        stats[2] |= divergent
+        leaf, ps = (x, p, lp, g), m * p
+        node = _Subtree(not divergent, leaf, leaf, h0 - h, p, ps, ps, p, p)
+        if divergent:
+            return node                                   # an invalid subtree ends the doubling
+        level = 0
+        while stack and stack[-1][0] == level:            # the left neighbour of equal size is complete: merge
+            node = _merge(rng, stack.pop()[1], node)
+            if not node.valid:
+                return node
+            level += 1
+        stack.append((level, node))
+    return stack[0][1]
 
 def _nuts_program(step_size, inv_mass, max_depth):
     "Per-chain NUTS transition (multinomial sampling, generalised U-turn criterion with Stan's extra checks)."
@@ -580,7 +603,7 @@ def _nuts_program(step_size, inv_mass, max_depth):
             # biased progressive sampling: the new subtree's candidate wins with probability min(1, W_new / W_old)
             if sub.log_w > log_w or rng.uniform() < math.exp(sub.log_w - log_w):
                 sample = sub.proposal
-            log_w = np.logaddexp(log_w, sub.log_w)
+            log_w = _logaddexp(log_w, sub.log_w)
             rho = rho_bck + rho_fwd
             if not (_no_u_turn(ps_bb, ps_ff, rho)
                     and _no_u_turn(ps_bb, ps_fb, rho_bck + p_fb)
@@ -1374,7 +1397,12 @@ def binomial_logistic_target(x=BIOASSAY[0], n=BIOASSAY[1], y=BIOASSAY[2], prior_
         eta = b[..., :1] + b[..., 1:2] * x
         return (anp.sum(y * eta - n * anp.logaddexp(0.0, eta), axis=-1)
                 - 0.5 * anp.sum(b ** 2, axis=-1) / prior_sd ** 2)
-    return Target(logp, 2, name="binomial logistic regression (bioassay)", batched=True)
+    def vg(B):   # closed form: d/d eta [y eta - n log(1 + e^eta)] = y - n sigmoid(eta); eta = b1 + b2 x
+        eta = B[:, :1] + B[:, 1:2] * x
+        r = y - n * special.expit(eta)
+        val = np.sum(y * eta - n * np.logaddexp(0.0, eta), axis=-1) - 0.5 * np.sum(B ** 2, axis=-1) / prior_sd ** 2
+        return val, np.column_stack([r.sum(-1), (r * x).sum(-1)]) - B / prior_sd ** 2
+    return Target(logp, 2, name="binomial logistic regression (bioassay)", batched=True, vg_batch=vg)
 
 def fig_slice_binomial(n_draws=1000, seed=0):  # draws per chain, seed
     "Binomial logistic regression (bioassay data): grid posterior vs slice-sampler draws (Fig. 12.12)."
@@ -1567,10 +1595,9 @@ def iris_logistic(n_pos=50, n_neg=50, prior_sd=10.0, seed=0):  # class sizes, pr
     X, y = X[idx], y[idx]
     centre = X.mean(0)
     D = np.column_stack([np.ones(len(y)), X - centre])
-    def logp(w):
-        eta = anp.dot(w, D.T)
-        return anp.sum(y * eta - anp.logaddexp(0.0, eta), axis=-1) - 0.5 * anp.sum(w ** 2, axis=-1) / prior_sd ** 2
-    return Target(logp, 3, name="iris logistic regression", batched=True), X, y, centre
+    t = logistic_regression(D, y, prior_sd)      # the foundations' model, with its closed-form gradient
+    t.name = "iris logistic regression"
+    return t, X, y, centre
 
 def fig_iris_boundaries(seed=0):  # random seed
     "Posterior over logistic-regression decision boundaries on iris (virginica vs rest), balanced vs 5/45 classes (Fig. 15.8)."

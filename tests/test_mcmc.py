@@ -12,7 +12,7 @@ import pytest
 import autograd.numpy as anp
 from scipy import stats, special
 
-from bayesnotes.core import Target, correlated_gaussian, banana
+from bayesnotes.core import Target, correlated_gaussian, banana, funnel, logistic_regression, load_iris_2d
 from bayesnotes import mcmc
 from bayesnotes.mcmc import (sample, rwmh, mala, hmc, nuts, slice_sampler, leapfrog, hamiltonian,
                              mh_transition_matrix, random_walk_matrix, tv_to_stationary, warmup_schedule,
@@ -447,3 +447,72 @@ def test_figure_functions_and_interactive_callbacks_return_figures():
     assert isinstance(fig_nuts_tree((1, 1, -1)), Figure)
     with pytest.raises(ValueError, match="directions"):
         fig_nuts_tree((1, 0))
+
+
+# ------------------------------------------------------------------------------- iterative NUTS tree builder
+def _build_tree_recursive(rng, depth, z, eps, m, h0, stats):
+    """The recursive builder the iterative `mcmc._build_tree` replaced (Stan's recursion, kept here as the reference):
+    left half, stop if invalid, right half, stop if invalid, merge with one uniform for the multinomial choice."""
+    import math
+    from bayesnotes.mcmc import _Subtree, _energy, _leapfrog_step, _no_u_turn, MAX_ENERGY_ERROR
+    if depth == 0:
+        x, p, lp, g = yield from _leapfrog_step(z[0], z[1], z[3], eps, m)
+        h = _energy(lp, p, m)
+        stats[0] += 1
+        stats[1] += math.exp(min(0.0, h0 - h))
+        divergent = h - h0 > MAX_ENERGY_ERROR
+        stats[2] |= divergent
+        leaf = (x, p, lp, g)
+        ps = m * p
+        return _Subtree(not divergent, leaf, leaf, h0 - h, p, ps, ps, p, p)
+    left = yield from _build_tree_recursive(rng, depth - 1, z, eps, m, h0, stats)
+    if not left.valid:
+        return left
+    right = yield from _build_tree_recursive(rng, depth - 1, left.end, eps, m, h0, stats)
+    if not right.valid:
+        return right
+    log_w = np.logaddexp(left.log_w, right.log_w)
+    proposal = right.proposal if rng.uniform() < math.exp(right.log_w - log_w) else left.proposal
+    rho = left.rho + right.rho
+    valid = (_no_u_turn(left.psharp_beg, right.psharp_end, rho)
+             and _no_u_turn(left.psharp_beg, right.psharp_beg, left.rho + right.p_beg)
+             and _no_u_turn(left.psharp_end, right.psharp_end, right.rho + left.p_end))
+    return _Subtree(valid, right.end, proposal, log_w, rho, left.psharp_beg, right.psharp_end, left.p_beg, right.p_end)
+
+
+@pytest.mark.parametrize("make,extra,exercises", [
+    (lambda: funnel(6), {}, "cap"), (lambda: correlated_gaussian(0.99), {}, "cap"),
+    (lambda: logistic_regression(*load_iris_2d(standardize=True), 2.0), {}, ""),
+    (lambda: funnel(6), dict(adapt=False, step_size=1.5), "divergence")])
+def test_iterative_tree_gives_the_recursive_trees_draws(make, extra, exercises, seed, monkeypatch):
+    """The iterative builder (a stack of completed subtrees) visits leaves, merges, U-turn checks and random numbers
+    in the recursion's order, so on one random stream both give bit-identical draws and statistics, capped trees
+    (depth 5) and divergent trajectories (the funnel with a fixed step of 1.5) included."""
+    import bayesnotes.mcmc as mc
+    t = make()
+    kw = dict(n_warmup=60, n_draws=60, n_chains=3, rng=seed(7), max_depth=5, **extra)
+    new = mc.sample("nuts", t, **kw)
+    monkeypatch.setattr(mc, "_build_tree", _build_tree_recursive)
+    old = mc.sample("nuts", t, **kw)
+    if exercises == "cap": assert np.any(new.stats.tree_depth == 5)      # 10-84 capped trees over 5 seeds
+    if exercises == "divergence": assert new.stats.divergent.sum() > 10
+    assert np.array_equal(new.draws, old.draws) and np.array_equal(new.step_size, old.step_size)
+    for f in ("tree_depth", "n_grad", "divergent", "accept_prob", "energy"):
+        assert np.array_equal(getattr(new.stats, f), getattr(old.stats, f)), f
+
+
+def test_logaddexp_is_numpys(seed):
+    from bayesnotes.mcmc import _logaddexp
+    rng = np.random.default_rng(seed(0))
+    a, b = rng.normal(scale=50, size=(2, 2000))
+    pairs = list(zip(a, b)) + [(1.5, 1.5), (-np.inf, 0.3), (0.3, -np.inf), (-np.inf, -np.inf), (700., -700.)]
+    assert all(_logaddexp(x, y) == np.logaddexp(x, y) for x, y in pairs)
+
+
+def test_bioassay_closed_form_gradient_matches_autograd(seed):
+    from bayesnotes.mcmc import binomial_logistic_target
+    t = binomial_logistic_target()
+    assert t.closed_form
+    B = np.random.default_rng(seed(0)).normal(scale=5, size=(9, 2))
+    (v, G), (va, Ga) = t.value_and_grad_batch(B), t.with_autograd().value_and_grad_batch(B)
+    assert np.allclose(v, va, rtol=1e-12, atol=1e-10) and np.allclose(G, Ga, rtol=1e-12, atol=1e-10)
