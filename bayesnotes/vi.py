@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple
 
 import numpy as np
-from scipy import linalg, optimize, special, stats
+from scipy import integrate, linalg, optimize, special, stats
 from scipy.cluster.vq import kmeans2
 
 import autograd
@@ -25,7 +25,9 @@ from .core import (as_rng, check_count, check_finite, check_positive, check_shap
 
 # %% auto #0
 __all__ = ['MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elbo_gap', 'fig_forward_reverse_kl', 'VBNormalGamma',
-           'normal_gamma_posterior', 'vb_normal_gamma', 'fig_normal_gamma_vb', 'fig_normal_gamma_step', 'IsingResult',
+           'normal_gamma_posterior', 'vb_normal_gamma', 'fig_normal_gamma_vb', 'fig_normal_gamma_step',
+           'VBRegression1d', 'Regression1dExact', 'regression_1d_example', 'vb_regression_1d',
+           'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d', 'IsingResult',
            'cavi_ising', 'ising_test_image', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful',
            'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'to_constrained',
            'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi',
@@ -147,6 +149,10 @@ class MeanFieldGaussian:
         "Per-draw gradients d f(T(eps_s)) / d params from grad_z = grad f at T(eps_s), shape (n, 2d)."
         return np.concatenate([grad_z, grad_z * eps * self.scale], axis=1)
 
+    def z_grad(self, eps):
+        "Gradient of log q with respect to z at z = T(eps), parameters held fixed: -eps / s, shape (n, d)."
+        return -np.asarray(eps, float) / np.asarray(self.scale, float)
+
     def entropy_grad(self): return np.r_[np.zeros(self.dim), np.ones(self.dim)]
     def __repr__(self): return f"MeanFieldGaussian(dim={self.dim})"
 
@@ -239,6 +245,11 @@ class FullRankGaussian:
     def path_grad(self, eps, grad_z):
         "Per-draw gradients d f(T(eps_s)) / d params from grad_z = grad f at T(eps_s), shape (n, n_params)."
         return self._split(grad_z, grad_z[:, :, None] * eps[:, None, :])
+
+    def z_grad(self, eps):
+        "Gradient of log q with respect to z at z = T(eps), parameters held fixed: -L^{-T} eps, shape (n, d)."
+        L = np.asarray(self.chol, float)
+        return -linalg.solve_triangular(L, np.atleast_2d(np.asarray(eps, float)).T, lower=True, trans="T").T
 
     def entropy_grad(self):
         return np.r_[np.zeros(self.dim), np.ones(self.dim), np.zeros(self.n_params - 2 * self.dim)]
@@ -345,19 +356,19 @@ def fig_forward_reverse_kl(w:float=0.3, # weight of the left mode
 
 # %% ../nbs/01_vi.ipynb #841a24b6
 class VBNormalGamma(NamedTuple):
-    "Mean-field posterior q(mu) q(tau) = N(mu | mu_N, 1/kappa_N) Ga(tau | a_N, rate b_N) and its CAVI history."
+    "Mean-field posterior q(mu) q(tau) = N(mu | mu_N, 1/lambda_N) Ga(tau | a_N, rate b_N) and its CAVI history."
     mu_N: float          # mean of q(mu)
-    kappa_N: float       # precision of q(mu)
+    lambda_N: float      # precision of q(mu) (Murphy's kappa_N; renamed, see the text)
     a_N: float           # shape of q(tau)
     b_N: float           # rate of q(tau)
     elbo: np.ndarray     # ELBO after every half-step (initial, then q(mu) and q(tau) updates alternately)
-    history: np.ndarray  # (2 n_iter + 1, 4) values of (mu_N, kappa_N, a_N, b_N) after every half-step
+    history: np.ndarray  # (2 n_iter + 1, 4) values of (mu_N, lambda_N, a_N, b_N) after every half-step
 
     def logpdf(self, mu, tau):
         "log q(mu) + log q(tau), broadcasting over arrays (-inf for tau <= 0)."
         mu, tau = np.asarray(mu, float), np.asarray(tau, float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = (stats.norm.logpdf(mu, self.mu_N, 1 / np.sqrt(self.kappa_N))
+            out = (stats.norm.logpdf(mu, self.mu_N, 1 / np.sqrt(self.lambda_N))
                    + stats.gamma.logpdf(tau, self.a_N, scale=1 / self.b_N))
         return np.where(tau > 0, out, -np.inf)
 
@@ -388,7 +399,7 @@ def vb_normal_gamma(x,          # observations, shape (N,)
                     a0=1.,      # prior Gamma shape of tau (> 0)
                     b0=1.,      # prior Gamma rate of tau (> 0)
                     n_iter:int=5, # CAVI sweeps (each updates q(mu) then q(tau))
-                    init=None,  # starting (mu_N, kappa_N, a_N, b_N); default (mu0, kappa0 a0/b0, a0, b0)
+                    init=None,  # starting (mu_N, lambda_N, a_N, b_N); default (mu0, kappa0 a0/b0, a0, b0)
                    ) -> VBNormalGamma:
     "CAVI for the mean-field posterior q(mu) q(tau) of a Gaussian with unknown mean and precision."
     post = normal_gamma_update(x, mu0, kappa0, a0, b0)      # validates x and the hyper-parameters
@@ -397,7 +408,7 @@ def vb_normal_gamma(x,          # observations, shape (N,)
     state = np.array([mu0, kappa0 * a0 / b0, a0, b0] if init is None else init, float)
     check_shape("init", state, (4,))
     check_finite("init", state)
-    check_positive("init[1:] (kappa_N, a_N, b_N)", state[1:])
+    check_positive("init[1:] (lambda_N, a_N, b_N)", state[1:])
     N, xbar = x.size, x.mean()
     hist = [state.copy()]
     for _ in range(n_iter):
@@ -427,7 +438,7 @@ def _ng_contours(ax, post, q, mu, tau, show_exact=True):
     ax.contour(M, T, np.exp(lq - lq.max()), levels=[0.05, 0.2, 0.4, 0.6, 0.8], colors=COLORS[1], linewidths=1)
     ax.set(xlabel=r"$\mu$", ylabel=r"$\tau$")
 
-def fig_normal_gamma_vb(init=(-0.8, 20.0, 20.0, 10.0), # starting (mu_N, kappa_N, a_N, b_N), deliberately poor
+def fig_normal_gamma_vb(init=(-0.8, 20.0, 20.0, 10.0), # starting (mu_N, lambda_N, a_N, b_N), deliberately poor
                         n_iter:int=6,               # CAVI sweeps
                        ):
     "Mean-field VB (red) versus the exact Normal-Gamma posterior (green) at four stages, and the ELBO trace."
@@ -465,6 +476,181 @@ def fig_normal_gamma_step(step:int=3, # half-step of CAVI to show (0 = initial g
     a1.set(xlabel="sweep", ylabel="ELBO", ylim=(vb.elbo[1] - 1, vb.elbo[-1] + 1))
     return fig
 
+# %% ../nbs/01_vi.ipynb #reg1d-code
+class VBRegression1d(NamedTuple):
+    "Mean-field posterior q(w) q(gamma) = N(w | m_N, 1/lambda_N) Ga(gamma | a_N, rate b_N) of 1-d linear regression."
+    m_N: float           # mean of q(w)
+    lambda_N: float      # precision of q(w)
+    a_N: float           # shape of q(gamma)
+    b_N: float           # rate of q(gamma)
+    elbo: np.ndarray     # ELBO after every half-step (initial, then q(w) and q(gamma) updates alternately)
+    history: np.ndarray  # (2 n_iter + 1, 4) values of (m_N, lambda_N, a_N, b_N) after every half-step
+
+    def logpdf(self, w, gamma):
+        "log q(w) + log q(gamma), broadcasting over arrays (-inf for gamma <= 0)."
+        w, gamma = np.asarray(w, float), np.asarray(gamma, float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = (stats.norm.logpdf(w, self.m_N, 1 / np.sqrt(self.lambda_N))
+                   + stats.gamma.logpdf(gamma, self.a_N, scale=1 / self.b_N))
+        return np.where(gamma > 0, out, -np.inf)
+
+class Regression1dExact(NamedTuple):
+    "Exact posterior summaries of the 1-d regression model (w integrated in closed form, gamma by quadrature)."
+    log_evidence: float  # log p(y | x)
+    mean_w: float        # E[w | y]
+    sd_w: float          # sd[w | y]
+    mean_gamma: float    # E[gamma | y]
+    sd_gamma: float      # sd[gamma | y]
+
+def _reg1d_check(x, y, mu, tau, alpha0, beta0):
+    "Validate data and hyper-parameters of the 1-d regression model."
+    x, y = check_finite("x", x), check_finite("y", y)
+    if x.ndim != 1 or x.size < 1:
+        raise ValueError(f"x must be a non-empty 1-d array, got shape {x.shape}")
+    check_shape("y", y, x.shape)
+    mu = float(check_finite("mu", mu))
+    tau, alpha0, beta0 = (float(check_positive(n, v)) for n, v in (("tau", tau), ("alpha0", alpha0), ("beta0", beta0)))
+    return x, y, mu, tau, alpha0, beta0
+
+def regression_1d_example(n:int=20,  # number of observations
+                          seed:int=7, # random seed of the data
+                         ) -> tuple:
+    "Synthetic data (x, y) for the 1-d regression example: x ~ U(-2, 2), y = 1.5 x + N(0, 0.5^2)."
+    rng = as_rng(seed)
+    x = rng.uniform(-2, 2, check_count("n", n, 1))
+    return x, 1.5 * x + 0.5 * rng.standard_normal(x.size)
+
+def _reg1d_elbo(x, y, mu, tau, alpha0, beta0, m, lam, a, b):
+    "Mean-field ELBO (all constants kept) of the 1-d regression model at q = N(m, 1/lam) Ga(a, rate b)."
+    N = x.size
+    Eg, Elg = a / b, special.digamma(a) - np.log(b)
+    sq = np.sum((y - m * x)**2) + np.sum(x**2) / lam                      # E_w ||y - w x||^2
+    ll = -0.5 * N * np.log(2 * np.pi) + 0.5 * N * Elg - 0.5 * Eg * sq
+    lw = 0.5 * np.log(tau / (2 * np.pi)) - 0.5 * tau * ((m - mu)**2 + 1 / lam)
+    lg = alpha0 * np.log(beta0) - special.gammaln(alpha0) + (alpha0 - 1) * Elg - beta0 * Eg
+    Hw = 0.5 * np.log(2 * np.pi * np.e / lam)
+    Hg = a - np.log(b) + special.gammaln(a) + (1 - a) * special.digamma(a)
+    return float(ll + lw + lg + Hw + Hg)
+
+def _reg1d_cavi(x, y, mu, tau, beta0, n_iter, state, shape):
+    "CAVI half-steps from state (m, lam, a, b); q(gamma) gets shape `shape` (correct: alpha0 + N/2)."
+    sxx, sxy = np.sum(x**2), np.sum(x * y)
+    hist = [np.array(state, float)]
+    for _ in range(n_iter):
+        m, lam, a, b = hist[-1]
+        lam = sxx * a / b + tau                                            # q(w), eq. 3.27
+        m = (sxy * a / b + tau * mu) / lam
+        hist.append(np.array([m, lam, a, b]))
+        b = beta0 + 0.5 * (np.sum((y - m * x)**2) + sxx / lam)             # q(gamma): rate of eq. 3.29
+        hist.append(np.array([m, lam, shape, b]))
+    return np.array(hist)
+
+def vb_regression_1d(x,              # inputs x_i, shape (N,)
+                     y,              # responses y_i, shape (N,)
+                     mu=0.,          # prior mean of the weight w
+                     tau=1.,         # prior precision of w (> 0)
+                     alpha0=1.,      # prior Gamma shape of the noise precision gamma (> 0)
+                     beta0=1.,       # prior Gamma rate of gamma (> 0)
+                     n_iter:int=20,  # CAVI sweeps (each updates q(w) then q(gamma))
+                     init=None,      # starting (m_N, lambda_N, a_N, b_N); default the priors (mu, tau, alpha0, beta0)
+                    ) -> VBRegression1d:
+    "CAVI for y_i = w x_i + N(0, 1/gamma), w ~ N(mu, 1/tau), gamma ~ Ga(alpha0, rate beta0): q(w) q(gamma)."
+    x, y, mu, tau, alpha0, beta0 = _reg1d_check(x, y, mu, tau, alpha0, beta0)
+    n_iter = check_count("n_iter", n_iter, 1)
+    state = check_finite("init", [mu, tau, alpha0, beta0] if init is None else init)
+    check_shape("init", state, (4,))
+    check_positive("init[1:] (lambda_N, a_N, b_N)", state[1:])
+    hist = _reg1d_cavi(x, y, mu, tau, beta0, n_iter, state, alpha0 + 0.5 * x.size)
+    trace = np.array([_reg1d_elbo(x, y, mu, tau, alpha0, beta0, *h) for h in hist])
+    return VBRegression1d(*map(float, hist[-1]), elbo=trace, history=hist)
+
+def _reg1d_loglik_gamma(g, x, y, mu, tau):
+    "log p(y | gamma) with w integrated out: y ~ N(mu x, I / gamma + x x^T / tau); vectorised over gamma."
+    g = np.asarray(g, float)
+    N, s = x.size, np.sum(x**2)
+    r = y - mu * x
+    rr, xr = np.sum(r**2), np.sum(x * r)
+    return (-0.5 * N * np.log(2 * np.pi) + 0.5 * N * np.log(g) - 0.5 * np.log1p(g * s / tau)
+            - 0.5 * (g * rr - g**2 * xr**2 / (tau + g * s)))
+
+def _reg1d_gamma_quad(x, y, mu, tau, alpha0, beta0):
+    "Unnormalised log p(gamma, y) as a function of u = log gamma (Jacobian included), its maximiser, and log p(y)."
+    f = lambda u: (stats.gamma.logpdf(np.exp(u), alpha0, scale=1 / beta0) + u
+                   + _reg1d_loglik_gamma(np.exp(u), x, y, mu, tau))
+    u0 = optimize.minimize_scalar(lambda u: -f(u), bracket=(-5.0, 5.0)).x
+    c = f(u0)
+    Z = integrate.quad(lambda u: np.exp(f(u) - c), u0 - 40, u0 + 40, points=[u0], limit=200, epsabs=0, epsrel=1e-12)[0]
+    return f, u0, float(c + np.log(Z))
+
+def regression_1d_log_posterior_gamma(gamma,     # values of gamma (> 0), any shape
+                                      x, y,      # data, shape (N,) each
+                                      mu=0., tau=1., alpha0=1., beta0=1., # hyper-parameters as in `vb_regression_1d`
+                                     ) -> np.ndarray:
+    "Exact log p(gamma | x, y) of the 1-d regression model (normalised by quadrature)."
+    x, y, mu, tau, alpha0, beta0 = _reg1d_check(x, y, mu, tau, alpha0, beta0)
+    logZ = _reg1d_gamma_quad(x, y, mu, tau, alpha0, beta0)[2]
+    g = check_positive("gamma", gamma)
+    return stats.gamma.logpdf(g, alpha0, scale=1 / beta0) + _reg1d_loglik_gamma(g, x, y, mu, tau) - logZ
+
+def regression_1d_exact(x, y,         # data, shape (N,) each
+                        mu=0., tau=1., alpha0=1., beta0=1., # hyper-parameters as in `vb_regression_1d`
+                       ) -> Regression1dExact:
+    "Exact log evidence and posterior means and sds of w and gamma (closed form in w, quadrature in gamma)."
+    x, y, mu, tau, alpha0, beta0 = _reg1d_check(x, y, mu, tau, alpha0, beta0)
+    f, u0, logZ = _reg1d_gamma_quad(x, y, mu, tau, alpha0, beta0)
+    s, sxy = np.sum(x**2), np.sum(x * y)
+    def E(h):   # E[h(gamma) | y] by quadrature over u = log gamma
+        return integrate.quad(lambda u: h(np.exp(u)) * np.exp(f(u) - logZ), u0 - 40, u0 + 40, points=[u0],
+                              limit=200, epsabs=0, epsrel=1e-11)[0]
+    m = lambda g: (g * sxy + tau * mu) / (g * s + tau)                     # E[w | gamma, y]
+    v = lambda g: 1 / (g * s + tau)                                        # Var[w | gamma, y]
+    Ew, Ew2 = E(m), E(lambda g: v(g) + m(g)**2)
+    Eg, Eg2 = E(lambda g: g), E(lambda g: g**2)
+    return Regression1dExact(logZ, Ew, float(np.sqrt(Ew2 - Ew**2)), Eg, float(np.sqrt(Eg2 - Eg**2)))
+
+def _reg1d_log_joint(W, G, x, y, mu, tau, alpha0, beta0):
+    "log p(w, gamma, y) on arrays W, G of the same shape."
+    res = y - W[..., None] * x
+    return (stats.gamma.logpdf(G, alpha0, scale=1 / beta0) + stats.norm.logpdf(W, mu, 1 / np.sqrt(tau))
+            + 0.5 * x.size * np.log(G / (2 * np.pi)) - 0.5 * G * np.sum(res**2, axis=-1))
+
+def fig_vb_regression_1d(n_iter:int=10, # CAVI sweeps
+                        ):
+    "1-d regression: q(w) q(gamma) vs the exact posterior, the marginal of gamma (with the seed's eq. 3.29), ELBO trace."
+    x, y = regression_1d_example()
+    prior = dict(mu=0., tau=1., alpha0=1., beta0=1.)
+    vb = vb_regression_1d(x, y, **prior, n_iter=n_iter)
+    ex = regression_1d_exact(x, y, **prior)
+    seed_hist = _reg1d_cavi(x, y, 0., 1., 1., n_iter, np.array([0., 1., 1., 1.]), 1 + 0.5)   # shape alpha0 + 1/2
+    wrong = VBRegression1d(*seed_hist[-1], np.zeros(0), seed_hist)
+    fig, axes = new_figure(1, 3, width=15, height=3.8)
+    ax = axes[0]
+    w = np.linspace(ex.mean_w - 5 * ex.sd_w, ex.mean_w + 5 * ex.sd_w, 200)
+    g = np.linspace(1e-3, ex.mean_gamma + 5 * ex.sd_gamma, 200)
+    Wg, Gg = np.meshgrid(w, g)
+    lp = _reg1d_log_joint(Wg, Gg, x, y, **prior)
+    ax.contourf(Wg, Gg, np.exp(lp - lp.max()), levels=[0.05, 0.2, 0.4, 0.6, 0.8, 1.0], cmap="Greens", alpha=0.8)
+    lq = vb.logpdf(Wg, Gg)
+    ax.contour(Wg, Gg, np.exp(lq - lq.max()), levels=[0.05, 0.2, 0.4, 0.6, 0.8], colors=COLORS[1], linewidths=1)
+    ax.set(xlabel="$w$", ylabel=r"$\gamma$", title=r"exact posterior (green), $q(w)q(\gamma)$ (red)")
+    ax = axes[1]
+    gg = np.linspace(1e-3, ex.mean_gamma + 6 * ex.sd_gamma, 400)
+    ax.fill_between(gg, np.exp(regression_1d_log_posterior_gamma(gg, x, y, **prior)), color="grey", alpha=0.4,
+                    label=r"exact $p(\gamma\mid y)$")
+    ax.plot(gg, stats.gamma.pdf(gg, vb.a_N, scale=1 / vb.b_N), color=COLORS[1],
+            label=rf"CAVI $q(\gamma)$, shape $\alpha_0 + N/2 = {vb.a_N:g}$")
+    ax.plot(gg, stats.gamma.pdf(gg, wrong.a_N, scale=1 / wrong.b_N), "--", color=COLORS[0],
+            label=rf"eq. 3.29 as printed, shape $\alpha_0 + 1/2$")
+    ax.set(xlabel=r"noise precision $\gamma$", ylabel="density", title=r"marginal of $\gamma$")
+    ax.legend(frameon=False, fontsize=8)
+    ax = axes[2]
+    ax.plot(np.arange(len(vb.elbo)) / 2, vb.elbo, "o-", ms=3, color=COLORS[1], label="ELBO")
+    ax.axhline(ex.log_evidence, color="k", lw=1, label=r"$\log p(y)$ (quadrature)")
+    ax.set(xlabel="sweep (half-steps)", ylabel="nats", title="ELBO is monotone",
+           ylim=(vb.elbo[2] - 2, ex.log_evidence + 1))
+    ax.legend(frameon=False, fontsize=8)
+    return fig
+
 # %% ../nbs/01_vi.ipynb #c845a5b9
 class IsingResult(NamedTuple):
     "Mean-field posterior of an Ising denoising model."
@@ -496,7 +682,10 @@ def cavi_ising(y,                   # noisy image, shape (H, W)
     y = check_finite("y", y)
     if y.ndim != 2:
         raise ValueError(f"y must be a 2-d image, got shape {y.shape}")
-    check_finite("J", J); sigma = float(check_positive("sigma", sigma))
+    J = float(check_finite("J", J))
+    if J < 0:
+        raise ValueError(f"J must be >= 0 (a coupling that rewards agreeing neighbours), got {J}")
+    sigma = float(check_positive("sigma", sigma))
     n_iter = check_count("n_iter", n_iter, 1)
     if not 0 <= damping < 1:
         raise ValueError(f"damping must lie in [0, 1), got {damping!r}")
@@ -757,25 +946,28 @@ def score_function_grad(logp,               # log joint: autograd function of z 
     terms = _score_terms(q.score(Z), ell, baseline)
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
-def _path_terms(t, q, eps):
-    "Per-draw reparameterisation gradient rows, log densities at the draws."
+def _path_terms(t, q, eps, stl=False):
+    "Per-draw pathwise gradient rows (closed-form entropy, or sticking the landing if stl), log densities at the draws."
     Z = np.asarray(q.transform(eps), float)
     lp, Gz = t.value_and_grad_batch(Z)
     lp = np.asarray(lp, float)
     if not (np.all(np.isfinite(lp)) and np.all(np.isfinite(Gz))):
         raise ValueError("logp or its gradient is not finite at draws from q; check its support, "
                          "or transform constrained parameters with `unconstrain`")
+    if stl:                                          # J^T (grad log p - grad_z log q), score term dropped
+        return q.path_grad(eps, Gz - q.z_grad(eps)), lp
     return q.path_grad(eps, Gz) + q.entropy_grad(), lp
 
 def reparam_grad(logp,              # log joint: autograd function of z (dim,) or a `Target`
                  q,                 # reparameterisable family (`MeanFieldGaussian`, `FullRankGaussian`)
                  n_samples:int=100, # draws of the base noise
                  rng=None,          # numpy Generator or seed
+                 stl:bool=False,    # sticking the landing: drop the score term instead of using the closed-form entropy
                 ) -> GradEstimate:
-    "Reparameterisation (pathwise) estimate of the ELBO gradient, closed-form entropy term."
+    "Reparameterisation (pathwise) estimate of the ELBO gradient: closed-form entropy, or sticking the landing."
     q = _check_family(q)
     t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 2), as_rng(rng)
-    terms, _ = _path_terms(t, q, rng.standard_normal((n, q.dim)))
+    terms, _ = _path_terms(t, q, rng.standard_normal((n, q.dim)), bool(stl))
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
 # %% ../nbs/01_vi.ipynb #02c1b73a
@@ -901,8 +1093,10 @@ def _single_logp(t):
 # %% ../nbs/01_vi.ipynb #7a0a0e4c
 class VIResult(NamedTuple):
     "A fitted variational family and its optimisation trace."
-    q: object          # the fitted family (`MeanFieldGaussian` or `FullRankGaussian`)
-    elbo: np.ndarray   # per-step Monte Carlo ELBO estimates (noisy; smooth before plotting)
+    q: object                  # the fitted family (`MeanFieldGaussian` or `FullRankGaussian`); Polyak average if `average` > 0
+    elbo: np.ndarray           # per-step Monte Carlo ELBO estimates at the current iterate (noisy; smooth before plotting)
+    converged: bool = False    # True if a stopping rule fired before `n_iter` steps
+    rel_change: np.ndarray = np.zeros(0)  # relative ELBO changes of the `tol_rel_obj` rule, one per check
 
 def _make_family(family, dim):
     if isinstance(family, str):
@@ -923,16 +1117,38 @@ def _moving_average_stop(trace, window, patience):
     ma = np.convolve(trace, np.ones(window) / window, mode="valid")
     return np.argmax(ma) < len(ma) - patience
 
-def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0, callback=None):
-    "Shared Adam ascent loop: step_fn(q, t) -> (gradient, ELBO estimate); optional Polyak averaging of the iterates."
+def _rel_change(prev, cur):
+    "Stan's relative ELBO change |cur - prev| / |prev|, with |prev| floored at 1 nat (an ELBO near 0 is common)."
+    return abs(cur - prev) / max(abs(prev), 1.0)
+
+def _lr_schedule(lr, decay, t0=100.0):
+    "Step size function t -> lr_t: a callable is used as given; a number decays as lr / (1 + t / t0)^decay."
+    if callable(lr):
+        return lr
+    lr = float(check_positive("lr", lr))
+    if not 0 <= decay <= 1:
+        raise ValueError(f"decay must lie in [0, 1], got {decay!r}")
+    return lambda t: lr / (1 + t / t0) ** decay
+
+def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0, callback=None,
+              decay=0.0, tol_rel_obj=None, eval_elbo=100, n_window=None, elbo_fn=None):
+    """Shared Adam ascent loop: step_fn(q, t) -> (gradient, ELBO estimate).
+
+    Optional: step-size decay, Polyak-Ruppert averaging of the last `average` fraction of the iterates, the
+    moving-average `patience` rule, and Stan's relative-ELBO rule (elbo_fn(q) every `eval_elbo` steps)."""
     n_iter = check_count("n_iter", n_iter, 1)
     if not 0 <= average < 1:
         raise ValueError(f"average must lie in [0, 1), got {average!r}")
-    lr_fn = lr if callable(lr) else (lambda t, _lr=float(check_positive("lr", lr)): _lr)
+    lr_fn = _lr_schedule(lr, decay)
     if patience is not None:
         patience, window = check_count("patience", patience, 1), check_count("window", window, 1)
-    opt, trace, iterates = Adam(lr=lr_fn(0)), [], []
-    params = np.array(q.params, float)
+    if tol_rel_obj is not None:
+        tol_rel_obj = float(check_positive("tol_rel_obj", tol_rel_obj))
+        eval_elbo = check_count("eval_elbo", eval_elbo, 1)
+        n_window = (max(2, int(0.1 * n_iter / eval_elbo)) if n_window is None
+                    else check_count("n_window", n_window, 1))
+    opt, trace, iterates, rel, prev = Adam(lr=lr_fn(0)), [], [], [], None
+    params, converged = np.array(q.params, float), False
     for it in progress(range(n_iter), show, desc=desc):
         g, val = step_fn(q.with_params(params), it)
         if not np.isfinite(val):
@@ -945,26 +1161,47 @@ def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0,
         if average > 0:
             iterates.append(params)
         if patience is not None and _moving_average_stop(trace, window, patience):
+            converged = True
             break
+        if tol_rel_obj is not None and (it + 1) % eval_elbo == 0:
+            cur = float(elbo_fn(q.with_params(params)))
+            if prev is not None:
+                rel.append(_rel_change(prev, cur))
+                last = rel[-n_window:]
+                if len(last) == n_window and (np.mean(last) < tol_rel_obj or np.median(last) < tol_rel_obj):
+                    converged = True
+                    break
+            prev = cur
     if average > 0:                                   # Polyak-Ruppert: mean of the last fraction of the iterates
         params = np.mean(iterates[int((1 - average) * len(iterates)):], axis=0)
-    return VIResult(q.with_params(params), np.array(trace))
+    return VIResult(q.with_params(params), np.array(trace), converged, np.array(rel))
+
+def _score_step(t, q, n, rng):
+    "One BBVI step: baselined score-function gradient and the ELBO estimate, both from the same n draws."
+    Z = q.sample(rng, n)
+    ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
+    return _score_terms(q.score(Z), ell, True).mean(0), float(ell.mean())
 
 def advi(logp,                   # log joint on R^dim: autograd function of z (dim,) or a `Target` (use `unconstrain` for bounds)
          dim:int=None,           # dimension of z (taken from `logp` if it is a Target)
          family="meanfield",     # "meanfield", "fullrank", or a family instance used as the starting point
-         n_iter:int=2000,        # maximum number of Adam steps
-         lr=0.05,                # Adam step size, or a function lr(step) for a decaying schedule
-         n_samples:int=10,       # Monte Carlo draws per step
+         n_iter:int=10000,       # maximum number of Adam steps
+         lr=0.1,                 # base Adam step size (decayed, see `decay`), or a function lr(step) used as given
+         n_samples:int=10,       # Monte Carlo draws per step (gradient and the per-step ELBO estimate share them)
          rng=None,               # numpy Generator or seed
-         gradient:str="reparam", # "reparam" (pathwise) or "score" (black-box VI with a baseline)
-         patience:int=None,      # stop when the moving-average ELBO has not improved for this many steps
+         gradient:str="reparam", # "reparam" (pathwise), "stl" (sticking the landing) or "score" (BBVI with a baseline)
+         patience:int=None,      # alternative rule: stop when the moving-average ELBO has not improved for this many steps
          window:int=20,          # moving-average window for `patience`
-         average:float=0.,       # return the mean of the last `average` fraction of the iterates (Polyak averaging)
+         average:float=0.5,      # return the mean of the last `average` fraction of the iterates (Polyak-Ruppert); 0: last iterate
          callback:Callable=None, # called as callback(step, q) after every step (monitoring, timing)
          progress:bool=False,    # show a progress bar
+         decay:float=0.6,        # a numeric lr decays as lr / (1 + t/100)^decay; 0 keeps it constant
+         tol_rel_obj:float=1e-3, # stop when the mean or median relative ELBO change is below this (Stan: 0.01); None: off
+         eval_elbo:int=100,      # steps between the ELBO evaluations of the `tol_rel_obj` rule
+         elbo_samples:int=100,   # draws per ELBO evaluation of the `tol_rel_obj` rule
+         n_window:int=None,      # relative changes averaged by the rule; default max(2, 0.1 n_iter / eval_elbo) as in Stan
         ) -> VIResult:
-    "Fit a Gaussian variational family by stochastic gradient ascent on the ELBO (ADVI / BBVI)."
+    "Fit a Gaussian variational family by stochastic gradient ascent on the ELBO (ADVI / BBVI), with a convergence check."
     if dim is None:
         if not isinstance(logp, Target):
             raise ValueError("dim is required when logp is a plain function")
@@ -972,24 +1209,27 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
     dim = _check_dim(dim)
     t, q = _target(logp, dim), _make_family(family, dim)
     n, rng = check_count("n_samples", n_samples, 4 if gradient == "score" else 1), as_rng(rng)
-    if gradient == "reparam":
+    if gradient in ("reparam", "stl"):
+        stl = gradient == "stl"
         def step(qc, it):
-            terms, lp = _path_terms(t, qc, rng.standard_normal((n, dim)))
+            terms, lp = _path_terms(t, qc, rng.standard_normal((n, dim)), stl)
             return terms.mean(0), float(lp.mean() + qc.entropy())
     elif gradient == "score":
-        def step(qc, it):
-            g = score_function_grad(t, qc, n, rng)
-            return g.grad, elbo(t, qc, max(n, 2), rng).value
+        step = lambda qc, it: _score_step(t, qc, n, rng)
     else:
-        raise ValueError(f"gradient must be 'reparam' or 'score', got {gradient!r}")
-    return _sgd_loop(step, q, n_iter, lr, patience, window, progress, "advi", average, callback)
+        raise ValueError(f"gradient must be 'reparam', 'stl' or 'score', got {gradient!r}")
+    eps_check = rng.standard_normal((check_count("elbo_samples", elbo_samples, 2), dim)) if tol_rel_obj is not None else None
+    def elbo_fn(qc):              # ELBO for the stopping rule: the same base draws at every check (common random numbers)
+        Z = np.asarray(qc.transform(eps_check), float)
+        return float(np.mean(_logp_values(t, Z) - np.asarray(qc.log_prob(Z), float)))
+    return _sgd_loop(step, q, n_iter, lr, patience, window, progress, "advi", average, callback,
+                     decay, tol_rel_obj, eval_elbo, n_window, elbo_fn)
 
 @lru_cache(maxsize=2)
-def _corr_fits(n_iter=1000, seed=0):
-    "Mean-field and full-rank ADVI on the correlated Gaussian target (cached; used by the figure and the checks)."
+def _corr_fits(n_iter=10000, seed=0):
+    "Mean-field and full-rank ADVI with the defaults on the correlated Gaussian target (cached; figure and checks)."
     tc = correlated_gaussian(0.9, (1.0, 2.0))
-    lr = lambda t: 0.05 / (1 + t / 200) ** 0.7                 # sum lr = inf, sum lr^2 < inf
-    return tc, {f: advi(tc, family=f, n_iter=n_iter, lr=lr, n_samples=10, rng=seed) for f in ("meanfield", "fullrank")}
+    return tc, {f: advi(tc, family=f, n_iter=n_iter, rng=seed) for f in ("meanfield", "fullrank")}
 
 # %% ../nbs/01_vi.ipynb #87286afb
 def normal_gamma_log_joint(x,          # observations, shape (N,)
@@ -1010,15 +1250,15 @@ def normal_gamma_log_joint(x,          # observations, shape (N,)
                   mean=[post.mu, post.a / post.b])
 
 @lru_cache(maxsize=4)
-def _ng_advi_fit(n_iter=1000, lr=0.05, seed=1):
-    "Mean-field ADVI on the unconstrained Normal-Gamma example: (target on (mu, log tau), fit, exact log evidence)."
+def _ng_advi_fit(seed=1):
+    "Mean-field ADVI (defaults) on the unconstrained Normal-Gamma example: (target on (mu, log tau), fit, log evidence)."
     x, prior = _ng_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
-    res = advi(tz, family="meanfield", n_iter=n_iter, lr=lambda s: lr / (1 + s / 200) ** 0.7, rng=seed)
+    res = advi(tz, family="meanfield", rng=seed)
     return tz, res, normal_gamma_log_evidence(x, **prior)
 
-def fig_advi(n_iter:int=1000, # Adam steps per fit
-             seed:int=0,      # random seed (correlated-Gaussian fits)
+def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the stopping rule usually ends them earlier)
+             seed:int=0,       # random seed (correlated-Gaussian fits)
             ):
     "ADVI: full-rank vs mean-field on a correlated Gaussian; constrained Normal-Gamma fit vs exact; ELBO traces."
     tc, fits = _corr_fits(n_iter, seed)
@@ -1032,7 +1272,7 @@ def fig_advi(n_iter:int=1000, # Adam steps per fit
     ax.set(aspect="equal", xlim=(-4, 4), ylim=(-5, 5), title="correlated Gaussian target", xlabel="$z_1$", ylabel="$z_2$")
     ax.legend(frameon=False, fontsize=8, loc="upper left")
     x, prior = _ng_example()
-    tz, res, _ = _ng_advi_fit(n_iter)
+    tz, res, _ = _ng_advi_fit(1)
     ax = axes[1]
     mu, tau = np.linspace(-1.5, 2.0, 160), np.linspace(0.01, 1.5, 160)
     M, T = np.meshgrid(mu, tau)
@@ -1115,7 +1355,7 @@ def _svi_fits(n_iter=1500, seed=0):
     N, d = X.shape
     lr = lambda s: 0.05 / (1 + s / 100) ** 0.6
     kw = dict(n_iter=n_iter, lr=lr, rng=seed, average=0.5)           # Polyak averaging over the second half
-    full = advi(t, family="meanfield", **kw)
+    full = advi(t, family="meanfield", tol_rel_obj=None, **kw)   # same fixed budget as the SVI runs
     good = svi(log_prior, log_lik, N, d, batch_size=32, **kw)
     bad = svi(lambda Z: (N / 32) * log_prior(Z), log_lik, N, d, batch_size=32, **kw)
     return full, good, bad
@@ -1165,7 +1405,7 @@ def fig_iwae(n:int=200, # replicates per point
             ):
     "IWAE bound versus K for a good (ADVI) and a poor proposal on the Normal-Gamma model, with the exact log evidence."
     rng = as_rng(seed)
-    tz, res, logZ = _ng_advi_fit(1000)
+    tz, res, logZ = _ng_advi_fit(1)
     poor = MeanFieldGaussian(2, res.q.params + np.r_[0.5, 0.3, -0.7, -0.7])
     Ks = 2 ** np.arange(0, 11)
     fig, ax = new_figure(width=6.5, height=3.8)
@@ -1190,7 +1430,8 @@ def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
     x, prior = _ng_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
     logZ = normal_gamma_log_evidence(x, **prior)
-    res = advi(tz, family="meanfield", n_iter=n_iter, lr=lr, n_samples=n_samples, rng=rng)
+    res = advi(tz, family="meanfield", n_iter=n_iter, lr=lr, n_samples=n_samples, rng=rng,
+               decay=0.0, average=0.0, tol_rel_obj=None)                 # constant step, last iterate, fixed budget
     e1, eK = iwae_bound(tz, res.q, 1, 500, rng), iwae_bound(tz, res.q, K, 500, rng)
     fig, ax = new_figure(width=7, height=3.6)
     ax.plot(res.elbo, color="grey", lw=0.8, alpha=0.7, label="per-step ELBO estimate")
@@ -1395,7 +1636,7 @@ def _logistic_fits(seed=1):
     lap = laplace(t, np.zeros(2))
     q0 = FullRankGaussian.from_moments(lap.mode, lap.cov)                    # start VI at the Laplace fit
     vi = advi(t, family=q0, n_iter=1500, lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_samples=100,
-              average=0.5, rng=0).q                                     # Polyak average of the 2nd half
+              average=0.5, tol_rel_obj=None, rng=0).q                  # Polyak average of the 2nd half
     return X, y, t, ref, lap, vi
 
 # %% ../nbs/01_vi.ipynb #3600c689
