@@ -83,6 +83,8 @@ def _spec(node):
             math_style = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
                 and node.func.value.id == "math"
             kw = {k.arg: k.value for k in node.keywords}
+            if "equal_nan" in kw or len(node.args) > 4:
+                return None          # NaN-aware comparison: no margin, the assert is evaluated as written
             if math_style:
                 rtol = kw.get("rel_tol", ast.Constant(1e-9)); atol = kw.get("abs_tol", ast.Constant(0.0))
             else:
