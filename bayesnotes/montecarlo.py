@@ -660,7 +660,7 @@ def fig_variance_reduction(n_reps:int=1000, # independent replications of each e
 
 # %% ../nbs/03_montecarlo.ipynb #6b11bc45
 _QMC_METHODS = ("mc", "sobol", "halton")
-_QMC_RANDOMIZE = ("scramble", "shift", None)
+_QMC_RANDOMIZE = ("auto", "scramble", "digital_shift", "shift", None)
 
 def _qmc_engine(cls, d, scramble, rng):
     "A scipy QMC engine; scipy >= 1.15 calls the generator argument `rng`, older versions `seed`."
@@ -673,7 +673,8 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
                dim:int,                  # dimension D
                rng,                      # numpy Generator or seed
                method:str="sobol",       # "sobol", "halton" or "mc" (independent uniforms)
-               randomize:str="scramble", # "scramble" (Owen), "shift" (random shift mod 1) or None (deterministic QMC)
+               randomize:str="auto",     # "scramble" (Owen), "digital_shift" (XOR of the binary digits), "shift" (random
+                                         # shift mod 1) or None (deterministic); "auto": scramble QMC, nothing for "mc"
               ) -> np.ndarray:
     "A point set in [0, 1)^dim of shape (n, dim): Sobol', Halton or i.i.d. uniform, optionally randomised."
     n = check_count("n", n); d = check_count("dim", dim); rng = as_rng(rng)
@@ -682,7 +683,11 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
     if randomize not in _QMC_RANDOMIZE:
         raise ValueError(f"randomize must be one of {_QMC_RANDOMIZE}, got {randomize!r}")
     if method == "mc":
+        if randomize not in ("auto", None):
+            raise ValueError(f"randomize={randomize!r} has no meaning for method='mc' (independent uniforms); "
+                             "leave it at 'auto' or None")
         return rng.random((n, d))
+    if randomize == "auto": randomize = "scramble"
     if method == "sobol":
         if n & (n - 1):
             raise ValueError(f"n must be a power of 2 for Sobol' points (their balance needs it), got {n}")
@@ -691,6 +696,10 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
         x = _qmc_engine(qmc.Halton, d, randomize == "scramble", rng).random(n)
     if randomize == "shift":
         x = (x + rng.random(d)) % 1.0
+    elif randomize == "digital_shift":      # XOR every point's 52-bit binary expansion with one random 52-bit string
+        B = 2.0 ** 52                       # Sobol' and Halton points are exact multiples of 2^-52 or coarser in base 2
+        v = rng.integers(0, 2 ** 52, size=d, dtype=np.uint64)
+        x = (np.floor(x * B).astype(np.uint64) ^ v) / B
     return x
 
 def _replicate_means(f, n, dim, rng, method, randomize, n_reps):
@@ -708,14 +717,15 @@ def rqmc_estimate(f:Callable,               # vectorised integrand on [0,1]^dim:
                   dim:int,                  # dimension D
                   rng,                      # numpy Generator or seed
                   method:str="sobol",       # "sobol", "halton" or "mc"
-                  randomize:str="scramble", # "scramble" or "shift" (a deterministic set has no error bar)
+                  randomize:str="auto",     # "scramble", "digital_shift" or "shift" ("auto": scramble; not None)
                   n_reps:int=16,            # independent randomisations R
                  ) -> MCEstimate:
     "Randomised QMC estimate of the integral of f over [0,1]^dim: mean of R replicate means, with its stderr."
     if not callable(f):
         raise ValueError("f must be callable")
     if randomize is None and method != "mc":
-        raise ValueError("randomize must be 'scramble' or 'shift': replicates of a deterministic point set are identical")
+        raise ValueError("randomize must be 'scramble', 'digital_shift' or 'shift': replicates of a deterministic point "
+                         "set are identical")
     n_reps = check_count("n_reps", n_reps, 2)
     return mc_estimate(_replicate_means(f, n, dim, rng, method, randomize, n_reps))
 
@@ -753,7 +763,8 @@ def fig_qmc_error(dim:int=3,        # dimension of the integral
     rng = as_rng(seed)
     N = 2 ** np.arange(4, max_log2 + 1)
     runs = {"Monte Carlo": ("mc", None), "Halton, scrambled": ("halton", "scramble"),
-            "Sobol', random shift": ("sobol", "shift"), "Sobol', scrambled": ("sobol", "scramble")}
+            "Sobol', random shift": ("sobol", "shift"), "Sobol', digital shift": ("sobol", "digital_shift"),
+            "Sobol', scrambled": ("sobol", "scramble")}
     fig, ax = new_figure(width=7.0, height=4.6)
     for i, (name, (method, rand)) in enumerate(runs.items()):
         rmse = np.array([np.sqrt(np.mean((_replicate_means(_exp_product, int(n), dim, rng, method, rand, n_reps) - 1) ** 2))

@@ -498,3 +498,33 @@ def test_proposal_width_callback():
     assert isinstance(mc.fig_proposal_width(0.6, 2, n=500), Figure)      # no envelope, infinite IS variance
     assert isinstance(mc.fig_proposal_width(1.05, 30, n=500), Figure)
     with pytest.raises(ValueError, match="scale"): mc.fig_proposal_width(-1.0)
+
+
+def _net_counts(x, m):
+    "Points of x (2^m, 2) in every elementary box of area 2^-m, for each of the m + 1 box shapes."
+    return [np.bincount((np.floor(x[:, 0] * 2**k) * 2**(m - k) + np.floor(x[:, 1] * 2**(m - k))).astype(int),
+                        minlength=2**m) for k in range(m + 1)]
+
+
+def test_digital_shift_keeps_the_sobol_net_and_is_uniform(seed):
+    """2^m Sobol' points in 2-d are a (0, m, 2)-net: one point in every elementary box of area 2^-m. A digital shift
+    (XOR of the binary digits) keeps that for every shift; a random shift mod 1 loses it (it did at all 500 seeds
+    tried: keeping it needs a shift that is a multiple of 2^-m in both coordinates, probability ~ 0)."""
+    for k in range(5):
+        x = qmc_points(256, 2, rng=seed(k), randomize="digital_shift")
+        assert all(np.all(c == 1) for c in _net_counts(x, 8))
+        assert not all(np.all(c == 1) for c in _net_counts(qmc_points(256, 2, rng=seed(k), randomize="shift"), 8))
+    # every point is marginally uniform: the first point over 4000 independent shifts, KS test (false alarm 1e-6)
+    rng = np.random.default_rng(seed(9))
+    first = np.array([qmc_points(16, 2, rng, "sobol", "digital_shift")[0] for _ in range(4000)])
+    for j in range(2):
+        assert stats.kstest(first[:, j], "uniform").pvalue > 0.5e-6
+
+
+def test_randomize_is_refused_for_plain_monte_carlo(seed):
+    "method='mc' has nothing to randomise: an explicit randomize raises (before, it was silently ignored)."
+    for r in ("scramble", "shift", "digital_shift"):
+        with pytest.raises(ValueError, match="randomize"):
+            qmc_points(8, 2, rng=seed(0), method="mc", randomize=r)
+    assert qmc_points(8, 2, rng=seed(0), method="mc").shape == (8, 2)
+    assert qmc_points(8, 2, rng=seed(0), method="mc", randomize=None).shape == (8, 2)
