@@ -355,6 +355,13 @@ def fig_forward_reverse_kl(w:float=0.3, # weight of the left mode
     return fig
 
 # %% ../nbs/01_vi.ipynb #841a24b6
+def _gauss_gamma_logpdf(x, g, m, lam, a, b):
+    "log N(x | m, 1/lam) + log Ga(g | a, b) (shape, rate) of a factorised q, broadcasting; -inf for g <= 0."
+    x, g = np.asarray(x, float), np.asarray(g, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = stats.norm.logpdf(x, m, 1 / np.sqrt(lam)) + stats.gamma.logpdf(g, a, scale=1 / b)
+    return np.where(g > 0, out, -np.inf)
+
 class VBNormalGamma(NamedTuple):
     "Mean-field posterior q(mu) q(tau) = N(mu | mu_N, 1/lambda_N) Ga(tau | a_N, rate b_N) and its CAVI history."
     mu_N: float          # mean of q(mu)
@@ -366,11 +373,7 @@ class VBNormalGamma(NamedTuple):
 
     def logpdf(self, mu, tau):
         "log q(mu) + log q(tau), broadcasting over arrays (-inf for tau <= 0)."
-        mu, tau = np.asarray(mu, float), np.asarray(tau, float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = (stats.norm.logpdf(mu, self.mu_N, 1 / np.sqrt(self.lambda_N))
-                   + stats.gamma.logpdf(tau, self.a_N, scale=1 / self.b_N))
-        return np.where(tau > 0, out, -np.inf)
+        return _gauss_gamma_logpdf(mu, tau, self.mu_N, self.lambda_N, self.a_N, self.b_N)
 
 def normal_gamma_posterior(x,         # observations, shape (N,)
                            mu0=0.,    # prior location of mu
@@ -488,11 +491,7 @@ class VBRegression1d(NamedTuple):
 
     def logpdf(self, w, gamma):
         "log q(w) + log q(gamma), broadcasting over arrays (-inf for gamma <= 0)."
-        w, gamma = np.asarray(w, float), np.asarray(gamma, float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = (stats.norm.logpdf(w, self.m_N, 1 / np.sqrt(self.lambda_N))
-                   + stats.gamma.logpdf(gamma, self.a_N, scale=1 / self.b_N))
-        return np.where(gamma > 0, out, -np.inf)
+        return _gauss_gamma_logpdf(w, gamma, self.m_N, self.lambda_N, self.a_N, self.b_N)
 
 class Regression1dExact(NamedTuple):
     "Exact posterior summaries of the 1-d regression model (w integrated in closed form, gamma by quadrature)."
