@@ -415,7 +415,8 @@ class Target:
         "Validate a starting point: right shape and finite log density and gradient; returns it as an array."
         x = check_shape(name, np.asarray(x, dtype=float), (self.dim,))
         check_finite(name, x)
-        v, g = self.value_and_grad(x)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a bad value raises below, named
+            v, g = self.value_and_grad(x)
         if not np.isfinite(v):
             raise ValueError(f"log density at {name} is not finite ({v}); start inside the support")
         if not np.all(np.isfinite(g)):

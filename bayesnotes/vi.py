@@ -47,10 +47,11 @@ def _target(logp, dim, name="logp", other="the variational family"):
 
 def _logp_values(t, Z, name="logp"):
     "Log densities of Target `t` at the rows of Z, raising ValueError if any is not finite."
-    if t.batched:
-        v = np.asarray(t.value_and_grad_batch(Z)[0], float).reshape(len(Z))
-    else:
-        v = np.array([t.logdensity(z) for z in Z])
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a bad value raises below, named
+        if t.batched:
+            v = np.asarray(t.value_and_grad_batch(Z)[0], float).reshape(len(Z))
+        else:
+            v = np.array([t.logdensity(z) for z in Z])
     bad = ~np.isfinite(v)
     if bad.any():
         raise ValueError(f"{name} is not finite at {int(bad.sum())} of {len(v)} points "
