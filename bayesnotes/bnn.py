@@ -15,8 +15,10 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .core import (as_rng, check_count, check_finite, check_positive, Adam, COLORS, new_figure, regenerate_figures)
-from .core import progress as _progress
+from .utils import as_rng, check_count, check_finite, check_positive
+from .core import Adam
+from .plotting import COLORS, new_figure, regenerate_figures
+from .utils import track
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_RUN', 'BNN_REFERENCE_RUN', 'BNN_REFERENCE_THIN',
@@ -253,7 +255,7 @@ def calibration_error(y, mean, std, levels=CALIBRATION_LEVELS) -> float: # as in
     return float(np.mean(np.abs(cov - lv)))
 
 # %% ../nbs/07_bnn.ipynb #3441783e
-from .core import blas_threads
+from .utils import blas_threads
 
 def _gauss_loglik(y, f, log_sigma):
     return -0.5 * np.log(2 * np.pi) - log_sigma - 0.5 * ((y - f) / anp.exp(log_sigma)) ** 2
@@ -274,7 +276,7 @@ def _ascend(objective, params, n_iter, lr, progress_bar=False, desc="adam"):
     vg = _ad_value_and_grad(lambda f, t: objective(unflatten(f), t))
     opt, trace = Adam(lr=lr), np.empty(n_iter)
     with blas_threads():
-        for t in _progress(range(n_iter), progress_bar, desc=desc):
+        for t in track(range(n_iter), progress_bar, desc=desc):
             v, g = vg(flat, t)
             trace[t] = v
             flat = opt.step(flat, g)
@@ -715,7 +717,7 @@ class SamplesFit(RegressionFit):
 
 def regression_target(X, y, sizes, activation, prior_std, noise_std): # data, network, prior sds, noise sd
     "Batched `bayesnotes.core.Target` of the BNN regression posterior in whitened weights eta = theta / prior_std."
-    from bayesnotes.core import Target
+    from bayesnotes.targets import Target
     X, y = _check_Xy(X, y)
     def logp(eta):
         f = mlp_apply(eta * prior_std, X, sizes, activation)[..., 0]
@@ -921,7 +923,7 @@ def regression_benchmark(X, y,                  # full data set (n, d), (n,)
     if n_train < 2: raise ValueError("test_fraction leaves fewer than two training points")
     shape = (len(methods), int(n_splits))
     R, LL, T = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    for j in _progress(range(int(n_splits)), progress, desc="splits"):
+    for j in track(range(int(n_splits)), progress, desc="splits"):
         perm = rng.permutation(n); tr, te = perm[n_test:], perm[:n_test]
         mx, sx = X[tr].mean(0), X[tr].std(0) + 1e-12; my, sy = y[tr].mean(), y[tr].std()
         Xtr, Xte, ytr = (X[tr] - mx) / sx, (X[te] - mx) / sx, (y[tr] - my) / sy

@@ -6,7 +6,6 @@
 from __future__ import annotations
 import math
 from contextlib import contextmanager
-from importlib import resources
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -16,99 +15,14 @@ import autograd
 import autograd.numpy as anp
 from autograd import make_vjp
 
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, track
+from .plotting import COLORS, new_figure, regenerate_figures
+
+
 # %% auto #0
-__all__ = ['COLORS', 'STYLE', 'CHAPTERS', 'as_rng', 'check_finite', 'check_positive', 'check_count', 'check_shape', 'progress',
-           'blas_threads', 'log_normalize', 'ess', 'mvn_logpdf', 'mvn_sample', 'kl_gauss', 'kl_mc', 'fig_kl_gaussians',
+__all__ = ['log_normalize', 'ess', 'mvn_logpdf', 'mvn_sample', 'kl_gauss', 'kl_mc', 'fig_kl_gaussians', 'value_and_grad',
            'beta_binomial_update', 'NormalGamma', 'normal_gamma_update', 'normal_gamma_log_evidence',
-           'fig_beta_binomial', 'value_and_grad', 'Target', 'as_target', 'correlated_gaussian', 'gaussian_target',
-           'banana', 'funnel', 'logistic_regression', 'load_old_faithful', 'load_breast_cancer',
-           'breast_cancer_logistic', 'load_iris_2d', 'load_diabetes', 'load_digits01', 'Adam', 'adam', 'plot_style',
-           'new_figure', 'figure_functions', 'save_figure', 'regenerate_figures', 'regenerate_all', 'fig_targets',
-           'fig_gaussian_samples']
-
-# %% ../nbs/00_core.ipynb #94041d7f
-def as_rng(rng,  # a `numpy.random.Generator` or an integer seed
-          ) -> np.random.Generator:
-    "Return a numpy Generator from a Generator or an integer seed (None is refused)."
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise ValueError(f"rng must be a numpy.random.Generator or an int seed, got {rng!r}; "
-                     "pass e.g. rng=np.random.default_rng(0)")
-
-# %% ../nbs/00_core.ipynb #8134e521
-def check_finite(name:str, # argument name used in the error message
-                 x,        # array-like to check
-                ) -> np.ndarray:
-    "Return `x` as a float array, raising ValueError naming `name` if it holds NaN or inf."
-    a = np.asarray(x, dtype=float)
-    if not np.all(np.isfinite(a)):
-        bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-        raise ValueError(f"{name} must be finite; it has {bad} non-finite value(s)")
-    return a
-
-def check_positive(name:str, # argument name used in the error message
-                   x,        # array-like that must be > 0 (or >= 0 with `strict=False`)
-                   strict:bool=True, # require strictly positive values
-                  ) -> np.ndarray:
-    "Return `x` as a float array, raising ValueError naming `name` unless finite and positive."
-    a = check_finite(name, x)
-    ok = np.all(a > 0) if strict else np.all(a >= 0)
-    if not ok:
-        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'}, got {x!r}")
-    return a
-
-def check_count(name:str, # argument name used in the error message
-                n,        # value that must be an integer
-                minimum:int=1, # smallest allowed value
-               ) -> int:
-    "Return `n` as an int, raising ValueError naming `name` unless it is an integer >= `minimum`."
-    ok = (isinstance(n, (int, np.integer, float, np.floating)) and not isinstance(n, bool)
-          and math.isfinite(n) and float(n).is_integer() and n >= minimum)
-    if not ok:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}")
-    return int(n)
-
-def check_shape(name:str,  # argument name used in the error message
-                x,         # array-like to check
-                shape:tuple, # expected shape; None entries match any length
-               ) -> np.ndarray:
-    "Return `x` as an array, raising ValueError naming `name` unless it has `shape`."
-    a = np.asarray(x)
-    if a.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, a.shape)):
-        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
-    return a
-
-# %% ../nbs/00_core.ipynb #dadd4b0d
-def progress(iterable,             # what to iterate over
-             enabled:bool=False,   # show a bar (needs tqdm, from the book extras)
-             **kwargs):            # passed on to `tqdm.auto.tqdm` (desc, total, ...)
-    "Wrap `iterable` in a tqdm.auto progress bar when `enabled`."
-    if not enabled:
-        return iterable
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # the lean install has no tqdm: run without a bar
-        return iterable
-    return tqdm(iterable, **kwargs)
-
-# %% ../nbs/00_core.ipynb #ec73c7e5
-_BLAS_CONTROLLER = []
-
-def blas_threads(n:int=1, # number of BLAS threads allowed inside the block
-                ):
-    "Context manager limiting BLAS to `n` threads (a no-op without threadpoolctl)."
-    from contextlib import nullcontext
-    n = check_count("n", n)
-    try:
-        if not _BLAS_CONTROLLER:   # scanning the loaded libraries is slow: do it once per session
-            from threadpoolctl import ThreadpoolController
-            _BLAS_CONTROLLER.append(ThreadpoolController())
-    except ImportError:            # threadpoolctl comes with scikit-learn; without it, run as configured
-        return nullcontext()
-    return _BLAS_CONTROLLER[0].limit(limits=n, user_api="blas")
+           'fig_beta_binomial', 'Adam', 'adam', 'fig_gaussian_samples']
 
 # %% ../nbs/00_core.ipynb #e29d417e
 def log_normalize(logw, # unnormalised log weights, shape (n,)
@@ -133,25 +47,12 @@ def ess(logw, # unnormalised log weights, shape (n,)
     return float(1.0 / np.sum(W**2))
 
 # %% ../nbs/00_core.ipynb #02b48102
-def _chol(name, cov, d):
-    "Cholesky factor of a (d, d) covariance, with errors that name the argument."
-    S = check_finite(name, cov)
-    if S.ndim == 0:
-        S = S.reshape(1, 1)
-    check_shape(name, S, (d, d))
-    if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12):
-        raise ValueError(f"{name} must be symmetric")
-    try:
-        return linalg.cholesky(S, lower=True)
-    except linalg.LinAlgError:
-        raise ValueError(f"{name} must be positive definite") from None
-
 def _mean_chol(mean, cov):
     "Validated 1-d mean and the Cholesky factor of its covariance."
     mean = np.atleast_1d(check_finite("mean", mean))
     if mean.ndim != 1:
         raise ValueError(f"mean must be 1-d, got shape {mean.shape}")
-    return mean, _chol("cov", cov, mean.size)
+    return mean, check_spd("cov", cov, mean.size)
 
 def mvn_logpdf(x,    # points, shape (..., d)
                mean, # mean, shape (d,)
@@ -201,7 +102,7 @@ def kl_gauss(m0, # mean of q (scalar or shape (d,))
     d = m0.size
     if m1.size != d:
         raise ValueError(f"m0 and m1 must have the same length, got {d} and {m1.size}")
-    L0, L1 = _chol("S0", S0, d), _chol("S1", S1, d)
+    L0, L1 = check_spd("S0", S0, d), check_spd("S1", S1, d)
     M = linalg.solve_triangular(L1, L0, lower=True)          # L1^{-1} L0
     z = linalg.solve_triangular(L1, m1 - m0, lower=True)
     logdet = 2 * (np.sum(np.log(np.diag(L1))) - np.sum(np.log(np.diag(L0))))
@@ -221,10 +122,10 @@ def kl_mc(logq,    # log density of q, vectorised over rows of `samples`
 
 # %% ../nbs/00_core.ipynb #b68ef35e
 def fig_kl_gaussians(n_mc:int=2000, # Monte Carlo draws per point
-                     seed:int=0,    # random seed
+                     rng=0,    # random generator or seed (SPEC 7); the figure's default is fixed
                     ):
     "KL(q||p) and KL(p||q) for q = N(0, s^2), p = N(0, 1): closed form and Monte Carlo."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     s = np.linspace(0.3, 3.0, 60)
     fwd = [kl_gauss(0., 1., 0., si**2) for si in s]
     rev = [kl_gauss(0., si**2, 0., 1.) for si in s]
@@ -239,6 +140,16 @@ def fig_kl_gaussians(n_mc:int=2000, # Monte Carlo draws per point
     ax.set(xlabel="standard deviation $s$ of $q$", ylabel="KL (nats)", ylim=(0, 3))
     ax.legend(frameon=False)
     return fig
+
+# %% ../nbs/00_core.ipynb #f51f3b08
+def value_and_grad(f, # scalar function of a 1-d array, written with `autograd.numpy`
+                  ) -> Callable:
+    "Return x -> (f(x), grad f(x)) computed by autograd in one reverse pass."
+    vg = autograd.value_and_grad(f)
+    def wrapped(x):
+        v, g = vg(np.asarray(x, dtype=float))
+        return float(v), np.asarray(g, dtype=float)
+    return wrapped
 
 # %% ../nbs/00_core.ipynb #f81b006f
 def beta_binomial_update(a, # prior Beta shape a > 0
@@ -311,10 +222,10 @@ def normal_gamma_log_evidence(x, mu0=0., kappa0=1., a0=1., b0=1.) -> float:
 # %% ../nbs/00_core.ipynb #f796b860
 def fig_beta_binomial(theta:float=0.7, # true success probability
                       ns=(0, 5, 20, 100, 500), # numbers of flips shown
-                      seed:int=0,      # random seed
+                      rng=0,      # random generator or seed (SPEC 7); the figure's default is fixed
                      ):
     "Beta-Binomial posteriors after increasing numbers of flips, uniform prior."
-    flips = as_rng(seed).random(max(ns)) < theta
+    flips = as_rng(rng).random(max(ns)) < theta
     grid = np.linspace(0, 1, 400)
     fig, ax = new_figure(width=6, height=3.4)
     for i, n in enumerate(ns):
@@ -324,304 +235,6 @@ def fig_beta_binomial(theta:float=0.7, # true success probability
     ax.set(xlabel=r"$\theta$", ylabel="posterior density")
     ax.legend(frameon=False)
     return fig
-
-# %% ../nbs/00_core.ipynb #f51f3b08
-def value_and_grad(f, # scalar function of a 1-d array, written with `autograd.numpy`
-                  ) -> Callable:
-    "Return x -> (f(x), grad f(x)) computed by autograd in one reverse pass."
-    vg = autograd.value_and_grad(f)
-    def wrapped(x):
-        v, g = vg(np.asarray(x, dtype=float))
-        return float(v), np.asarray(g, dtype=float)
-    return wrapped
-
-# %% ../nbs/00_core.ipynb #5f99b502
-class Target:
-    "A log density with its gradient, dimension and (when known) exact moments."
-    def __init__(self,
-                 logdensity:Callable, # x (dim,) -> float; written with autograd.numpy if `grad` is None
-                 dim:int,             # dimension of x
-                 grad:Callable=None,  # x -> gradient (dim,); autograd is used when None
-                 name:str="",         # short description
-                 mean=None,           # exact mean, if known
-                 cov=None,            # exact covariance, if known
-                 batched:bool=False,  # logdensity also maps (n, dim) -> (n,)
-                 vg_batch:Callable=None, # X (n, dim) -> (values (n,), gradients (n, dim)) in closed form (plain
-                                         # numpy, for the library's own models); autograd is used when None
-                ):
-        if not callable(logdensity):
-            raise ValueError("logdensity must be callable")
-        self._logp, self.dim, self.name, self.batched = logdensity, check_count("dim", dim), name, batched
-        self.mean = None if mean is None else check_shape("mean", np.asarray(mean, float), (self.dim,))
-        self.cov = None if cov is None else check_shape("cov", np.asarray(cov, float), (self.dim, self.dim))
-        if vg_batch is not None and not callable(vg_batch):
-            raise ValueError("vg_batch must be callable (or None)")
-        self._grad, self._vg_batch = grad, vg_batch
-        self._vg = autograd.value_and_grad(logdensity) if grad is None else None
-
-    @property
-    def closed_form(self) -> bool:
-        "True when values and gradients come from a closed-form `vg_batch` rather than from autograd."
-        return self._vg_batch is not None
-
-    def with_autograd(self):
-        "The same target with gradients from autograd (drops `vg_batch`): for checks and benchmarks."
-        return Target(self._logp, self.dim, grad=self._grad, name=self.name, mean=self.mean, cov=self.cov,
-                      batched=self.batched)
-
-    @property
-    def fn(self):
-        "The raw log density function: differentiable by autograd when the Target was built without `grad`."
-        return self._logp
-
-    def logdensity(self, x): return float(self._logp(np.asarray(x, dtype=float)))
-
-    def value_and_grad(self, x):
-        "Log density and its gradient at a single point x of shape (dim,)."
-        x = np.asarray(x, dtype=float)
-        if self._vg_batch is not None:
-            v, g = self._vg_batch(x.reshape(1, self.dim))
-            return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
-        if self._grad is not None:
-            return float(self._logp(x)), np.asarray(self._grad(x), dtype=float)
-        v, g = self._vg(x)
-        return float(v), np.asarray(g, dtype=float)
-
-    def grad(self, x): return self.value_and_grad(x)[1]
-
-    def hessian(self, x):
-        "Hessian (dim, dim) of the log density at x: autograd when available, else central differences of `grad`."
-        x = np.asarray(x, dtype=float)
-        if self._grad is None:
-            return np.asarray(autograd.hessian(self._logp)(x), dtype=float)
-        h = 1e-5 * np.maximum(1.0, np.abs(x))
-        H = np.array([(self.grad(x + hi * e) - self.grad(x - hi * e)) / (2 * hi) for hi, e in zip(h, np.eye(self.dim))])
-        return 0.5 * (H + H.T)
-
-    def value_and_grad_batch(self, X):
-        "Log densities (n,) and gradients (n, dim) at the rows of X (closed form, or one autograd pass when batched)."
-        X = np.asarray(X, dtype=float)
-        if self._vg_batch is not None:
-            v, g = self._vg_batch(X.reshape(-1, self.dim))
-            return np.asarray(v, dtype=float).reshape(X.shape[:-1]), np.asarray(g, dtype=float).reshape(X.shape)
-        if self.batched and self._grad is None:
-            # one forward pass: the vector-Jacobian product with a vector of ones gives every row's gradient
-            vjp, vals = make_vjp(self._logp)(X)
-            return np.asarray(vals, dtype=float), np.asarray(vjp(np.ones(np.shape(vals))), dtype=float)
-        out = [self.value_and_grad(x) for x in X]
-        return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(X.shape)
-
-    def check_point(self, x, name:str="x0"):
-        "Validate a starting point: right shape and finite log density and gradient; returns it as an array."
-        x = check_shape(name, np.asarray(x, dtype=float), (self.dim,))
-        check_finite(name, x)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a bad value raises below, named
-            v, g = self.value_and_grad(x)
-        if not np.isfinite(v):
-            raise ValueError(f"log density at {name} is not finite ({v}); start inside the support")
-        if not np.all(np.isfinite(g)):
-            raise ValueError(f"gradient of the log density at {name} is not finite")
-        return x
-
-    def __repr__(self): return f"Target({self.name or 'custom'}, dim={self.dim}{', closed form' if self.closed_form else ''})"
-
-def as_target(logp,          # a `Target` or a log density function written with autograd.numpy
-              dim:int=None,  # dimension, required when `logp` is a plain function
-             ) -> Target:
-    "Return `logp` unchanged if it is a Target, else wrap the function as one (gradients by autograd)."
-    if isinstance(logp, Target):
-        if dim is not None and dim != logp.dim:
-            raise ValueError(f"dim={dim} does not match the target's dimension {logp.dim}")
-        return logp
-    if not callable(logp):
-        raise ValueError("logp must be a Target or a callable log density")
-    if dim is None:
-        raise ValueError("dim is required when logp is a plain function")
-    return Target(logp, dim)
-
-# %% ../nbs/00_core.ipynb #90c7ecd1
-def correlated_gaussian(rho:float=0.9,     # correlation in (-1, 1)
-                        scales=(1.0, 1.0), # marginal standard deviations
-                       ) -> Target:
-    "Zero-mean bivariate Gaussian target with correlation `rho`."
-    if not -1 < rho < 1:
-        raise ValueError(f"rho must lie in (-1, 1), got {rho}")
-    s = check_positive("scales", scales)
-    if s.shape != (2,):
-        raise ValueError(f"scales must have two entries, got shape {s.shape}")
-    cov = np.array([[s[0]**2, rho * s[0] * s[1]], [rho * s[0] * s[1], s[1]**2]])
-    P = np.linalg.inv(cov)   # 2x2, computed once
-    c = -np.log(2 * np.pi) - 0.5 * np.log(np.linalg.det(cov))
-    def logp(x): return c - 0.5 * anp.sum(anp.dot(x, P) * x, axis=-1)
-    def vg(X):
-        XP = X @ P
-        return c - 0.5 * np.sum(XP * X, axis=-1), -XP
-    return Target(logp, 2, name=f"correlated Gaussian (rho={rho})", mean=np.zeros(2), cov=cov, batched=True,
-                  vg_batch=vg)
-
-def gaussian_target(mean=None,   # mean (dim,); default zeros
-                    cov=None,    # covariance (dim, dim); or give `sd`
-                    sd=None,     # standard deviations (dim,) of independent coordinates
-                    dim:int=None, # dimension, needed only when neither `mean` nor `cov` nor `sd` fixes it
-                   ) -> Target:
-    "Multivariate Gaussian N(mean, cov) (or with diagonal sd) as a batched Target with closed-form gradients."
-    if (cov is None) == (sd is None):
-        raise ValueError("give exactly one of cov and sd")
-    if sd is not None:
-        s = check_positive("sd", np.atleast_1d(np.asarray(sd, float)))
-        if s.ndim != 1: raise ValueError(f"sd must be 1-d, got shape {s.shape}")
-        d = s.size
-    else:
-        cov = check_finite("cov", cov)
-        d = cov.shape[0] if cov.ndim == 2 else -1
-    mean = np.zeros(d if d > 0 else check_count("dim", dim)) if mean is None else check_finite("mean", np.atleast_1d(mean))
-    if mean.ndim != 1 or (d > 0 and mean.size != d):
-        raise ValueError(f"mean must have shape ({d},), got {mean.shape}")
-    d = mean.size
-    if sd is not None:
-        prec, c = 1.0 / s**2, -0.5 * d * np.log(2 * np.pi) - np.sum(np.log(s))
-        def logp(x): return c - 0.5 * anp.sum((x - mean)**2 * prec, axis=-1)
-        def vg(X):
-            r = X - mean
-            return c - 0.5 * np.sum(r * r * prec, axis=-1), -r * prec
-        cov = np.diag(s**2)
-    else:
-        L = _chol("cov", cov, d)
-        P = linalg.cho_solve((L, True), np.eye(d)); P = 0.5 * (P + P.T)
-        c = -0.5 * d * np.log(2 * np.pi) - np.sum(np.log(np.diag(L)))
-        def logp(x):
-            r = x - mean
-            return c - 0.5 * anp.sum(anp.dot(r, P) * r, axis=-1)
-        def vg(X):
-            r = X - mean; rP = r @ P
-            return c - 0.5 * np.sum(rP * r, axis=-1), -rP
-    return Target(logp, d, name=f"Gaussian (dim={d})", mean=mean, cov=np.asarray(cov, float), batched=True, vg_batch=vg)
-
-def banana(b:float=0.1,   # curvature (b = 0 gives a Gaussian)
-           s1:float=10.,  # standard deviation of x1
-          ) -> Target:
-    "Haario's banana: x1 ~ N(0, s1^2), x2 | x1 ~ N(b x1^2 - b s1^2, 1)."
-    check_finite("b", b); check_positive("s1", s1)
-    c = -np.log(2 * np.pi) - np.log(s1)
-    def logp(x):
-        x1, x2 = x[..., 0], x[..., 1]
-        return c - 0.5 * (x1 / s1)**2 - 0.5 * (x2 - b * x1**2 + b * s1**2)**2
-    def vg(X):
-        x1, x2 = X[:, 0], X[:, 1]
-        r = x2 - b * x1**2 + b * s1**2
-        return (c - 0.5 * (x1 / s1)**2 - 0.5 * r**2,
-                np.column_stack([-x1 / s1**2 + 2 * b * x1 * r, -r]))
-    return Target(logp, 2, name=f"banana (b={b})", mean=np.zeros(2),
-                  cov=np.diag([s1**2, 1 + 2 * b**2 * s1**4]), batched=True, vg_batch=vg)
-
-def funnel(dim:int=10,      # total dimension (v plus dim - 1 x's)
-           scale:float=3.,  # standard deviation of v
-          ) -> Target:
-    "Neal's funnel: v ~ N(0, scale^2), x_i | v ~ N(0, e^v); coordinate 0 is v."
-    dim = check_count("dim", dim, 2)
-    check_positive("scale", scale)
-    k, h = dim - 1, 0.5 * np.log(2 * np.pi)
-    def logp(x):
-        v, xs = x[..., 0], x[..., 1:]
-        return (-0.5 * (v / scale)**2 - np.log(scale) - h
-                - 0.5 * anp.sum(xs**2, axis=-1) * anp.exp(-v) - 0.5 * k * v - k * h)
-    def vg(X):
-        v, xs = X[:, 0], X[:, 1:]
-        e, S = np.exp(-v), np.sum(xs**2, axis=-1)
-        val = -0.5 * (v / scale)**2 - np.log(scale) - h - 0.5 * S * e - 0.5 * k * v - k * h
-        return val, np.column_stack([-v / scale**2 + 0.5 * S * e - 0.5 * k, -xs * e[:, None]])
-    cov = np.diag([scale**2] + [np.exp(scale**2 / 2)] * k)
-    return Target(logp, dim, name=f"funnel (dim={dim})", mean=np.zeros(dim), cov=cov, batched=True, vg_batch=vg)
-
-def logistic_regression(X,                   # design matrix (n, d), include an intercept column yourself
-                        y,                   # labels in {0, 1}, shape (n,)
-                        prior_scale:float=1., # prior standard deviation of every coefficient
-                       ) -> Target:
-    "Posterior of Bayesian logistic regression with an isotropic Gaussian prior, as a Target."
-    X = check_finite("X", X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-d (n, d), got shape {X.shape}")
-    y = check_shape("y", np.asarray(y, float), (X.shape[0],))
-    if not np.all((y == 0) | (y == 1)):
-        raise ValueError("y must contain only 0 and 1")
-    check_positive("prior_scale", prior_scale)
-    d = X.shape[1]
-    c = -0.5 * d * np.log(2 * np.pi * prior_scale**2)
-    def logp(w):
-        eta = anp.dot(w, X.T)
-        return (anp.sum(y * eta - anp.logaddexp(0., eta), axis=-1)
-                - 0.5 * anp.sum(w**2, axis=-1) / prior_scale**2 + c)
-    XT, s2 = np.ascontiguousarray(X.T), float(prior_scale)**2
-    def vg(W):   # d/d eta [y eta - log(1 + e^eta)] = y - sigmoid(eta); the prior adds -w / s^2
-        eta = W @ XT
-        val = np.sum(y * eta - np.logaddexp(0., eta), axis=-1) - 0.5 * np.sum(W**2, axis=-1) / s2 + c
-        return val, (y - special.expit(eta)) @ X - W / s2
-    return Target(logp, d, name=f"logistic regression (n={X.shape[0]}, d={d})", batched=True, vg_batch=vg)
-
-# %% ../nbs/00_core.ipynb #3b8571e7
-def load_old_faithful() -> np.ndarray:
-    "Old Faithful geyser data, shape (272, 2): eruption duration (min) and waiting time (min)."
-    with resources.files("bayesnotes").joinpath("data/old_faithful.csv").open("r") as f:
-        return np.loadtxt(f, delimiter=",", skiprows=1)
-
-def _standardize(X):
-    sd = X.std(0)
-    return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
-
-def load_breast_cancer(standardize:bool=True, # centre and scale every feature
-                       intercept:bool=True,   # prepend a column of ones
-                      ) -> tuple:
-    "scikit-learn's breast-cancer data as (X, y) with y in {0, 1} (1 = benign); X is (569, 31) by default."
-    from sklearn.datasets import load_breast_cancer as _load
-    d = _load()
-    X = d.data.astype(float)
-    if standardize: X = _standardize(X)
-    if intercept: X = np.c_[np.ones(len(X)), X]
-    return X, d.target.astype(float)
-
-def breast_cancer_logistic(prior_scale:float=1., # prior standard deviation of every coefficient
-                          ) -> Target:
-    "Bayesian logistic regression on the standardised breast-cancer data plus intercept (31 coefficients)."
-    X, y = load_breast_cancer()
-    t = logistic_regression(X, y, prior_scale)
-    t.name = f"breast-cancer logistic regression (d=31, prior sd {prior_scale})"
-    return t
-
-def load_iris_2d(pair=("setosa", "versicolor"), # two species kept (label 1 = second); None: virginica vs rest
-                 features=(0, 1),               # feature columns (0 sepal length, 1 sepal width, 2-3 petal)
-                 standardize:bool=False,        # centre and scale the two features
-                ) -> tuple:
-    "Two iris features and a binary label, as (X (n, 2), y in {0, 1})."
-    from sklearn.datasets import load_iris
-    d = load_iris()
-    names = list(d.target_names)
-    X = d.data[:, list(features)].astype(float)
-    if pair is None:
-        y = (d.target == names.index("virginica")).astype(float)
-    else:
-        for p in pair:
-            if p not in names:
-                raise ValueError(f"pair must name iris species {names}, got {p!r}")
-        i0, i1 = names.index(pair[0]), names.index(pair[1])
-        keep = np.isin(d.target, [i0, i1])
-        X, y = X[keep], (d.target[keep] == i1).astype(float)
-    return (_standardize(X) if standardize else X), y
-
-def load_diabetes(standardize:bool=True, # centre and scale features and target
-                 ) -> tuple:
-    "scikit-learn's diabetes regression data (442 x 10) as (X, y); a stand-in for the UCI regression sets."
-    from sklearn.datasets import load_diabetes as _load
-    d = _load()
-    X, y = d.data.astype(float), d.target.astype(float)
-    if standardize:
-        X, y = _standardize(X), (y - y.mean()) / y.std()
-    return X, y
-
-def load_digits01() -> tuple:
-    "scikit-learn's 8x8 digits scaled to [0, 1]: X (1797, 64) and labels (1797,)."
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    return d.data.astype(float) / 16.0, d.target
 
 # %% ../nbs/00_core.ipynb #8e10fa6e
 class Adam:
@@ -657,151 +270,24 @@ def adam(grad_fn:Callable, # params -> gradient of the objective to MAXIMISE
          n_iter:int=1000,  # number of steps
          lr:float=1e-2,    # step size
          callback:Callable=None, # called as callback(i, x) after each step; its non-None returns form the trace
-         progress_bar:bool=False, # show a progress bar
+         progress:bool=False, # show a progress bar
         ) -> tuple:
     "Run `n_iter` Adam ascent steps from x0; returns (x, trace of callback values)."
     x = check_finite("x0", x0).astype(float).copy()
     n_iter = check_count("n_iter", n_iter)
     opt, trace = Adam(lr=lr), []
-    for i in progress(range(n_iter), progress_bar, desc="adam"):
+    for i in track(range(n_iter), progress, desc="adam"):
         x = opt.step(x, grad_fn(x))
         if callback is not None:
             r = callback(i, x)
             if r is not None: trace.append(r)
     return x, np.asarray(trace)
 
-# %% ../nbs/00_core.ipynb #b8dac63f
-COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-STYLE = {"figure.dpi": 100, "savefig.dpi": 150, "font.size": 10, "axes.titlesize": 10,
-         "axes.labelsize": 10, "legend.fontsize": 9, "axes.spines.top": False,
-         "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25, "lines.linewidth": 1.6,
-         "axes.prop_cycle": None, "image.cmap": "viridis"}
-CHAPTERS = ["core", "vi", "ep", "montecarlo", "mcmc", "diagnostics", "smc", "decision", "bnn", "vae"]
-
-def _rc():
-    from cycler import cycler
-    return {**STYLE, "axes.prop_cycle": cycler(color=COLORS)}
-
-@contextmanager
-def plot_style():
-    "Context manager applying the book's matplotlib style."
-    import matplotlib.pyplot as plt
-    with plt.rc_context(_rc()):
-        yield
-
-def _notebook_display():
-    "In IPython/Jupyter, show a returned Figure as a PNG whatever the matplotlib backend (Agg included)."
-    import sys
-    if "IPython" not in sys.modules:
-        return
-    from IPython import get_ipython
-    ip = get_ipython()
-    if ip is None or getattr(ip, "display_formatter", None) is None:
-        return
-    from matplotlib.figure import Figure
-    from IPython.core.pylabtools import print_figure
-    fmt = ip.display_formatter.formatters["image/png"]
-    fmt.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight", dpi=110))
-
-def new_figure(nrows:int=1, ncols:int=1, # subplot grid
-               width:float=6.0, height:float=4.0, # figure size in inches
-               **kwargs):                # passed to `plt.subplots` (sharex, squeeze, ...)
-    "A (fig, axes) pair in the book's style; the figure is detached from pyplot's state machine."
-    from matplotlib.figure import Figure
-    import matplotlib as mpl
-    _notebook_display()
-    with mpl.rc_context(_rc()):
-        fig = Figure(figsize=(width, height), layout="constrained")
-        axes = fig.subplots(nrows, ncols, **kwargs)
-    return fig, axes
-
-# %% ../nbs/00_core.ipynb #3105b71b
-def figure_functions(module, # a chapter module, e.g. `bayesnotes.core`
-                    ) -> dict:
-    "The module's `fig_*` functions by name, in source order."
-    import inspect
-    fns = {n: f for n, f in vars(module).items()
-           if n.startswith("fig_") and inspect.isfunction(f) and f.__module__ == module.__name__}
-    return dict(sorted(fns.items(), key=lambda kv: kv[1].__code__.co_firstlineno))
-
-def save_figure(fig,             # a matplotlib Figure
-                path_stem,       # output path without extension
-                formats=("png", "svg"), # file formats written
-               ) -> list:
-    "Save `fig` as path_stem.<fmt> for every format; returns the paths written."
-    from pathlib import Path
-    stem = Path(path_stem); stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for fmt in formats:
-        p = stem.with_suffix("." + fmt)
-        fig.savefig(p, bbox_inches="tight")
-        out.append(p)
-    return out
-
-def regenerate_figures(module,           # chapter module whose fig_* functions are drawn
-                       outdir=None,       # folder; default figures/<chapter module name>
-                       formats=("png", "svg"), # file formats
-                       progress_bar:bool=True,  # show a progress bar
-                      ) -> list:
-    "Call every `fig_*` function of `module` with its defaults and save the figures; returns the paths."
-    import matplotlib.pyplot as plt
-    name = module.__name__.rsplit(".", 1)[-1]
-    outdir = outdir or f"figures/{name}"
-    fns = figure_functions(module)
-    if not fns:
-        raise ValueError(f"module {module.__name__} has no fig_* functions")
-    paths = []
-    for fname, fn in progress(fns.items(), progress_bar, desc=name, total=len(fns)):
-        fig = fn()
-        paths += save_figure(fig, f"{outdir}/{fname[4:]}", formats)
-        plt.close(fig)
-    return paths
-
-def regenerate_all(outdir="figures",       # parent folder; each chapter gets outdir/<chapter>/
-                   chapters=None,          # module names (default: every chapter that exists)
-                   formats=("png", "svg"), # file formats
-                   progress_bar:bool=True, # show progress bars
-                  ) -> dict:
-    "Regenerate the figures of every chapter module into outdir/<chapter>/."
-    import importlib
-    done = {}
-    for ch in chapters or CHAPTERS:
-        try:
-            mod = importlib.import_module(f"bayesnotes.{ch}")
-        except ModuleNotFoundError:
-            if chapters: raise
-            continue
-        if figure_functions(mod):
-            done[ch] = regenerate_figures(mod, f"{outdir}/{ch}", formats, progress_bar)
-    return done
-
-# %% ../nbs/00_core.ipynb #47056ff7
-def fig_targets(n_grid:int=120, # grid points per axis
-               ):
-    "Log-density contours (12 nats below the mode) of the four standard 2-d targets."
-    X, y = load_iris_2d(standardize=True)
-    panels = [(correlated_gaussian(0.9), (-3, 3), (-3, 3)),
-              (banana(0.1, 10.), (-25, 25), (-15, 45)),
-              (funnel(2, 3.), (-15, 15), (-8, 8)),
-              (logistic_regression(X, y, 2.0), (-3, 8), (-8, 3))]
-    fig, axes = new_figure(1, 4, width=12, height=3.2)
-    for ax, (t, xl, yl) in zip(axes, panels):
-        a, b = np.meshgrid(np.linspace(*xl, n_grid), np.linspace(*yl, n_grid))
-        P = np.stack([a, b], -1)
-        if t.name.startswith("funnel"):  # plot (x1, v) with v vertical, as is usual
-            P = np.stack([b, a], -1)
-        lp = np.asarray(t._logp(P))
-        ax.contourf(a, b, np.maximum(lp - lp.max(), -12), levels=12, cmap="Blues")  # log density, 12 nats
-        ax.set_title(t.name.split(" (")[0])
-    axes[2].set(xlabel="$x_1$", ylabel="$v$")
-    axes[3].set(title="logistic regression (iris)", xlabel="$w_1$", ylabel="$w_2$")
-    return fig
-
 # %% ../nbs/00_core.ipynb #a30b1969
-def fig_gaussian_samples(seed:int=0): # random seed
+def fig_gaussian_samples(rng=0): # random generator or seed (SPEC 7); the figure's default is fixed
     "Draws of a correlated Gaussian via Cholesky, with 1- and 2-sigma ellipses of the exact covariance."
     S = np.array([[1.0, 0.8], [0.8, 1.0]])
-    xs = mvn_sample(seed, np.zeros(2), S, size=1000)
+    xs = mvn_sample(rng, np.zeros(2), S, size=1000)
     L = linalg.cholesky(S, lower=True)
     t = np.linspace(0, 2 * np.pi, 200)
     fig, ax = new_figure(width=4.2, height=4.2)

@@ -10,11 +10,14 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
-from .core import (COLORS, as_rng, beta_binomial_update, check_finite, check_positive,
-                             load_digits01, logistic_regression, new_figure, value_and_grad)
-from .core import progress as _progress
+from .plotting import COLORS, new_figure
+from .utils import as_rng, check_finite, check_positive
+from .core import beta_binomial_update, value_and_grad
+from .datasets import load_digits01
+from .targets import logistic_regression
+from .utils import track
 
-from .core import blas_threads
+from .utils import blas_threads
 from .vi import laplace, logistic_predictive
 
 # %% auto #0
@@ -1270,7 +1273,7 @@ def conformal_coverage_study(n_cal=100,      # calibration-set size
     if n_train + n_cal >= len(y):
         raise ValueError("n_train + n_cal must leave some rows for testing")
     cover = np.empty(n_splits)
-    for s in _progress(range(n_splits), progress, desc="splits"):
+    for s in track(range(n_splits), progress, desc="splits"):
         perm = rng.permutation(len(y))
         tr, ca, te = perm[:n_train], perm[n_train:n_train + n_cal], perm[n_train + n_cal:]
         predict = _fit_bayes_linreg(X[tr], y[tr])
@@ -1417,7 +1420,7 @@ def ab_test_study(n_experiments=200,  # simulated experiments
     rng = as_rng(rng)
     rates = rng.beta(*prior, size=(n_experiments, 2))
     res = [sequential_ab_test(ra, rb, threshold, batch_size, max_per_arm, prior, rng)
-           for ra, rb in _progress(rates, progress, desc="A/B tests")]
+           for ra, rb in track(rates, progress, desc="A/B tests")]
     chosen = np.array([0 if r.choice == "A" else 1 for r in res])
     regret = rates.max(axis=1) - rates[np.arange(n_experiments), chosen]
     return ABStudy(regret, np.array([r.final_loss for r in res]), np.array([r.n_per_arm for r in res]),

@@ -13,7 +13,7 @@ import warnings
 from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
-from .core import as_rng
+from .utils import as_rng
 
 # %% ../nbs/04b_diagnostics.ipynb #d4fd741c
 _MIN_DRAWS = 4
@@ -214,7 +214,7 @@ def fig_geyer_ar1(phi=0.9,        # AR(1) coefficient
                   seed=2,         # random seed
                   x=None):        # optional draws (chain, draw) to use instead
     "Estimated autocorrelation of AR(1) chains against phi^t, with Geyer's pair sums and the lag where they are cut."
-    from bayesnotes.core import new_figure, COLORS
+    from bayesnotes.plotting import new_figure, COLORS
     x = ar1_chains(phi, 4, n_draws, seed) if x is None else x
     g = geyer_steps(x)
     last = min(len(g["rho"]), max(4 * g["cut"], 60))
@@ -369,7 +369,7 @@ def plot_trace(draws,          # (chain, draw) or (chain, draw, dim)
                divergent=None, # optional bool array (chain, draw) of divergent transitions, drawn as ticks
                fig_axes=None): # optional (fig, axes) with axes of shape (dim, 2) to draw into
     "Per-chain marginal histograms (left) and trace plots (right) for every quantity; returns the Figure."
-    from bayesnotes.core import new_figure, COLORS
+    from bayesnotes.plotting import new_figure, COLORS
     a, shape = _as_chains(draws, "draws")
     k = a.shape[-1]
     names = [f"x[{i}]" for i in range(k)] if names is None else list(names)
@@ -393,7 +393,7 @@ def plot_rank(draws,       # (chain, draw) or (chain, draw, dim)
               bins=20,     # rank histogram bins
               axes=None):  # optional array of axes, one per quantity
     "Rank ('trank') plots: histogram of the pooled ranks of each chain, one panel per quantity; returns the Figure."
-    from bayesnotes.core import new_figure, COLORS
+    from bayesnotes.plotting import new_figure, COLORS
     a, shape = _as_chains(draws, "draws")
     n_chain, n_draw, k = a.shape
     names = [f"x[{i}]" for i in range(k)] if names is None else list(names)
@@ -419,7 +419,7 @@ def unigauss_target(prior="diffuse",        # "diffuse" or "sensible", or a tupl
                     y=(-1.0, 1.0)):         # observations
     "Posterior of (alpha, log sigma) for y_i ~ N(alpha, sigma^2) with a normal prior on alpha and an exponential on sigma."
     import autograd.numpy as anp
-    from bayesnotes.core import Target
+    from bayesnotes.targets import Target
     m, s, rate = UNIGAUSS_PRIORS[prior] if isinstance(prior, str) else prior
     y = np.asarray(y, float)
     def logp(th):
@@ -446,7 +446,7 @@ def run_unigauss(prior="diffuse",   # prior name
 
 def fig_trace_priors(seed=0):  # random seed
     "Trace plots of alpha and sigma under the diffuse and the sensible prior (Figs. 12.17 and 12.18)."
-    from bayesnotes.core import new_figure
+    from bayesnotes.plotting import new_figure
     fig, axes = new_figure(4, 2, width=9, height=8, squeeze=False, gridspec_kw={"width_ratios": [1, 2.5]})
     for i, prior in enumerate(("diffuse", "sensible")):
         res = run_unigauss(prior, seed=seed)
@@ -457,7 +457,7 @@ def fig_trace_priors(seed=0):  # random seed
 
 def fig_rank_priors(seed=0):  # random seed
     "Rank (trank) plots of alpha and sigma under the two priors (Figs. 12.19 and 12.20)."
-    from bayesnotes.core import new_figure
+    from bayesnotes.plotting import new_figure
     fig, axes = new_figure(2, 2, width=9, height=6, squeeze=False)
     for i, prior in enumerate(("diffuse", "sensible")):
         res = run_unigauss(prior, seed=seed)
@@ -467,7 +467,7 @@ def fig_rank_priors(seed=0):  # random seed
 # %% ../nbs/04b_diagnostics.ipynb #961d0313
 def fig_split_rhat(n_draws=1000, seed=0):  # draws per chain, seed
     "Two failure modes (Fig. 12.21): chains at different locations, and non-stationary chains that only split R-hat detects."
-    from bayesnotes.core import new_figure, COLORS
+    from bayesnotes.plotting import new_figure, COLORS
     rng = np.random.default_rng(seed)
     t = np.linspace(-1, 1, n_draws)
     shifted = rng.normal(size=(2, n_draws)) + np.array([[0.0], [1.5]])
@@ -488,7 +488,7 @@ def fig_ar1_ess(phis=(-0.5, 0.0, 0.5, 0.8, 0.9, 0.95),  # AR(1) coefficients
                 n_rep=40,                              # independent repetitions per phi
                 seed=0):                               # random seed
     "Estimated ESS of the mean against the exact S(1 - phi)/(1 + phi) for AR(1) chains, over repetitions."
-    from bayesnotes.core import new_figure, COLORS
+    from bayesnotes.plotting import new_figure, COLORS
     rng = np.random.default_rng(seed)
     fig, ax = new_figure(width=5.5, height=3.6)
     S = 4 * n_draws

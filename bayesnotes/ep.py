@@ -19,8 +19,10 @@ from typing import Callable, NamedTuple
 import numpy as np
 from scipy import linalg, optimize, special, stats
 
-from .core import (COLORS, as_rng, check_count, check_finite, check_positive, check_shape, ess, kl_gauss,
-                             load_breast_cancer, log_normalize, mvn_logpdf, new_figure, progress)
+from .plotting import COLORS, new_figure
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
+from .core import ess, kl_gauss, log_normalize, mvn_logpdf
+from .datasets import load_breast_cancer
 
 # %% ../nbs/02_ep.ipynb #ed321f22
 def _as_mean_cov(mean, cov):
@@ -373,7 +375,7 @@ def _check_order(order, n):
         raise ValueError(f"order must index the {n} observations (0..{n - 1})")
     return idx
 
-from .core import blas_threads
+from .utils import blas_threads
 
 def _adf_glm(X, ys, S0, moments, order):
     S, m, logZ = S0.copy(), np.zeros(X.shape[1]), 0.0
@@ -505,7 +507,7 @@ def _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_u
     ys_list = ys.tolist()
     st = _GLMState(X, S0)
     hist, converged, updates = [], False, 0
-    for sweep in progress(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
+    for sweep in track(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
         tau_old, nu_old, skipped = st.tau.copy(), st.nu.copy(), 0
         if schedule == "sequential":
             S, m, tau, nu = st.S, st.m, st.tau.tolist(), st.nu.tolist()    # plain floats: faster scalar work
@@ -671,7 +673,7 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
     lam0 = 1.0 / prior_var
     lam, h = lam0, np.zeros(d)
     hist, converged = [], False
-    for sweep in progress(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
+    for sweep in track(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
         tau_old, nu_old, skipped = tau.copy(), nu.copy(), 0
         for i in range(n):
             lc = lam - tau[i]
@@ -930,7 +932,7 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
     sa, sb = np.zeros(n), np.zeros(n)
     a, b = float(a0), float(b0)
     hist, converged = [], False
-    for sweep in progress(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
+    for sweep in track(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
         sa_old, sb_old, skipped = sa.copy(), sb.copy(), 0
         for i in range(n):
             ac, bc = a - sa[i], b - sb[i]
@@ -1062,7 +1064,7 @@ def compare_separable(seed:int=1,            # seed of chapter 1's `logistic_exa
                       rng=0,                 # numpy Generator or seed for the variational fit and its ELBO
                      ) -> dict:
     "EP, Laplace and full-rank VB (chapter 1) on the separable 2-d logistic example: name -> (mean, cov, log Z or ELBO)."
-    from bayesnotes.core import logistic_regression
+    from bayesnotes.targets import logistic_regression
     from bayesnotes.vi import FullRankGaussian, advi, elbo, grid_posterior, laplace, logistic_example   # chapter 1
     rng = as_rng(rng)
     X, y = logistic_example(seed=seed)

@@ -22,8 +22,10 @@ import numpy as np
 from scipy import special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
-from .core import (Target, as_target, as_rng, check_count, check_finite, check_positive, progress as _progress,
-                             new_figure, COLORS, correlated_gaussian, funnel, load_iris_2d, logistic_regression)
+from .targets import Target, as_target, correlated_gaussian, funnel, logistic_regression
+from .utils import as_rng, check_count, check_finite, check_positive, track
+from .plotting import new_figure, COLORS
+from .datasets import load_iris_2d
 from .diagnostics import rhat, ess_bulk, autocorr, e_bfmi as _e_bfmi
 
 # %% ../nbs/04_mcmc.ipynb #e3351069
@@ -932,7 +934,7 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
     delta = accept if (adapt and family != "slice") else None
     windows = warmup_schedule(n_warmup) if adapt else []
     make = lambda e, m: factory(target, e, m, **kernel_kwargs).program
-    bar = _progress(range((n_warmup + n_draws) * n_chains), progress, desc=f"{family}", total=(n_warmup + n_draws) * n_chains)
+    bar = track(range((n_warmup + n_draws) * n_chains), progress, desc=f"{family}", total=(n_warmup + n_draws) * n_chains)
     tick = bar.update if hasattr(bar, "update") else (lambda *a: None)
     rngs = rng.spawn(n_chains)
     progs = [_chain(make, family, uses_grad, rngs[c], X[c], start[c][0], start[c][1], E[c], M[c].copy(),
@@ -1214,7 +1216,7 @@ def ising_gibbs(y,               # noisy image, shape (h, w), observations of x 
         out[s] = x
     return out
 
-from .vi import ising_test_image   # the same test image as the CAVI example of chapter 1
+from .datasets import ising_test_image   # the same test image as the CAVI example of chapter 1
 
 # %% ../nbs/04_mcmc.ipynb #ca5dbcf0
 def fig_ising(J=1.0, sigma=2.0, seed=0):  # coupling, noise sd, seed

@@ -11,8 +11,9 @@ import numpy as np
 from scipy import special, stats
 from scipy.stats import qmc
 
-from .core import (COLORS, as_rng, check_count, check_finite, check_positive, ess, log_normalize,
-                             new_figure)
+from .plotting import COLORS, new_figure
+from .utils import as_rng, check_count, check_finite, check_positive
+from .core import ess, log_normalize
 
 # %% auto #0
 __all__ = ['MCEstimate', 'mc_estimate', 'samples_needed', 'PiEstimate', 'estimate_pi', 'fig_pi', 'fig_mc_accuracy',

@@ -10,7 +10,10 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .core import as_rng, check_count, check_positive, log_normalize, ess, progress as _progress, new_figure, COLORS, Target
+from .utils import as_rng, check_count, check_positive, track
+from .core import log_normalize, ess
+from .plotting import new_figure, COLORS
+from .targets import Target
 from .mcmc import sample
 
 # %% auto #0
@@ -387,7 +390,7 @@ def smc(model,                      # a `FeynmanKac` model (M0, M, logG, done)
     arange = np.arange(N)
     steps, ess_t, flags, means, variances, hist, whist, anc = [], [], [], [], [], [], [], []
     xp, A = None, arange
-    for t in _progress(itertools.count(), progress, total=model.T, desc="smc"):
+    for t in track(itertools.count(), progress, total=model.T, desc="smc"):
         if t > 0 and model.done(t):
             break
         resampled = False

@@ -15,11 +15,13 @@ import autograd.numpy as anp
 from autograd import value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .core import (as_rng, check_count, check_finite, check_positive, Adam, COLORS, new_figure, load_digits01,
-                             regenerate_figures)
-from .core import progress as _progress
+from .utils import as_rng, check_count, check_finite, check_positive
+from .core import Adam
+from .plotting import COLORS, new_figure, regenerate_figures
+from .datasets import load_digits01
+from .utils import track
 from .bnn import mlp_init, mlp_apply
-from .core import blas_threads
+from .utils import blas_threads
 
 # %% auto #0
 __all__ = ['VAE_TRAIN', 'LATENT_DIMS', 'IWAE_KS', 'BETAS', 'DigitsSplit', 'digits_data', 'show_images', 'log_bernoulli',
@@ -175,7 +177,7 @@ class VAE:
         ep0, s0 = (int(hist["epoch"][-1]), float(hist["seconds"][-1])) if hist["epoch"] else (0, 0.)
         t0 = time.process_time()
         with blas_threads():
-            for ep in _progress(range(int(epochs)), progress, desc="VAE epochs"):
+            for ep in track(range(int(epochs)), progress, desc="VAE epochs"):
                 b = beta * min(1., (ep + 1) / warmup_epochs) if warmup_epochs else beta
                 perm, tot = rng.permutation(n), 0.
                 for j in range(0, n, B):

@@ -17,22 +17,22 @@ from autograd.extend import primitive, defvjp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .core import (as_rng, check_count, check_finite, check_positive, check_shape, progress, kl_gauss,
-                             mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update,
-                             normal_gamma_log_evidence, Target, as_target, correlated_gaussian, logistic_regression,
-                             load_old_faithful, load_breast_cancer, Adam, COLORS, new_figure,
-                             regenerate_figures)
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
+from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam)
+from .targets import Target, as_target, correlated_gaussian, logistic_regression
+from .datasets import load_old_faithful, load_breast_cancer, ising_test_image
+from .plotting import COLORS, new_figure, regenerate_figures
 
 # %% auto #0
 __all__ = ['MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elbo_gap', 'fig_forward_reverse_kl', 'VBNormalGamma',
            'normal_gamma_posterior', 'vb_normal_gamma', 'fig_normal_gamma_vb', 'fig_normal_gamma_step',
            'VBRegression1d', 'Regression1dExact', 'regression_1d_example', 'vb_regression_1d',
            'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d', 'IsingResult',
-           'cavi_ising', 'ising_test_image', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful',
-           'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'to_constrained',
-           'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi',
-           'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace', 'logistic_predictive',
-           'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
+           'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful', 'GradEstimate',
+           'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'to_constrained', 'to_unconstrained',
+           'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi', 'fig_svi', 'iwae_bound',
+           'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace', 'logistic_predictive', 'logistic_example',
+           'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
 def _target(logp, dim, name="logp", other="the variational family"):
@@ -710,18 +710,6 @@ def cavi_ising(y,                   # noisy image, shape (H, W)
         snaps.append(mu.copy()); trace.append(_ising_elbo(mu, Lp, Lm, J))
     return IsingResult(mu, np.array(trace), np.array(snaps))
 
-def ising_test_image(size:int=64, # image side in pixels
-                    ) -> np.ndarray:
-    "A synthetic binary (+1/-1) image: a disc, a ring, a bar and a square."
-    size = check_count("size", size, 8)
-    u = (np.arange(size) + 0.5) / size
-    X, Y = np.meshgrid(u, u)
-    r1 = np.hypot(X - 0.3, Y - 0.3)
-    r2 = np.hypot(X - 0.7, Y - 0.68)
-    img = (r1 < 0.17) | ((r2 > 0.12) & (r2 < 0.22)) | ((np.abs(X - 0.28) < 0.14) & (np.abs(Y - 0.75) < 0.1)) \
-          | ((np.abs(X - 0.75) < 0.05) & (Y < 0.4) & (Y > 0.08))
-    return np.where(img, 1.0, -1.0)
-
 # %% ../nbs/01_vi.ipynb #d5815a56
 def fig_ising_denoising(size:int=64,    # image side
                         sigma:float=2., # noise standard deviation
@@ -1149,7 +1137,7 @@ def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0,
                     else check_count("n_window", n_window, 1))
     opt, trace, iterates, rel, prev = Adam(lr=lr_fn(0)), [], [], [], None
     params, converged = np.array(q.params, float), False
-    for it in progress(range(n_iter), show, desc=desc):
+    for it in track(range(n_iter), show, desc=desc):
         g, val = step_fn(q.with_params(params), it)
         if not np.isfinite(val):
             raise ValueError(f"the ELBO estimate became non-finite at step {it}; lower lr or check logp")

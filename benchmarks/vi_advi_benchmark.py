@@ -26,7 +26,8 @@ import time
 
 import numpy as np
 
-from bayesnotes.core import load_breast_cancer, logistic_regression
+from bayesnotes.datasets import load_breast_cancer
+from bayesnotes.targets import logistic_regression
 from bayesnotes.vi import advi, elbo, laplace
 
 

@@ -10,13 +10,11 @@ from scipy import integrate, stats
 
 import autograd.numpy as anp
 from bayesnotes import core
-from bayesnotes.core import (Adam, NormalGamma, Target, adam, as_rng, as_target, banana, beta_binomial_update,
-                             breast_cancer_logistic,
-                             check_count, check_finite, check_positive, check_shape, correlated_gaussian, ess, figure_functions,
-                             funnel, gaussian_target, kl_gauss, kl_mc, load_breast_cancer, load_digits01, load_iris_2d,
-                             load_old_faithful, log_normalize, logistic_regression, mvn_logpdf, mvn_sample,
-                             new_figure, normal_gamma_log_evidence, normal_gamma_update, progress,
-                             regenerate_figures, save_figure, value_and_grad)
+from bayesnotes.core import (Adam, NormalGamma, adam, beta_binomial_update, ess, kl_gauss, kl_mc, log_normalize, mvn_logpdf, mvn_sample, normal_gamma_log_evidence, normal_gamma_update, value_and_grad)
+from bayesnotes.utils import as_rng, check_count, check_finite, check_positive, check_probability, check_shape, check_spd, track
+from bayesnotes.targets import (Target, as_target, banana, breast_cancer_logistic, correlated_gaussian, funnel, gaussian_target, logistic_regression)
+from bayesnotes.plotting import figure_functions, new_figure, regenerate_figures, save_figure
+from bayesnotes.datasets import load_breast_cancer, load_diabetes, load_digits01, load_iris_2d, load_old_faithful
 
 
 # ---------------------------------------------------------------- randomness
@@ -27,10 +25,34 @@ def test_same_seed_same_result(seed):
     assert not np.array_equal(a, mvn_sample(seed(6), [0., 1.], np.eye(2), size=10))
 
 
-@pytest.mark.parametrize("bad", [None, 1.5, "0", True, np.random.RandomState(0)])
+@pytest.mark.parametrize("bad", [1.5, "0", True, -1, np.random.RandomState(0)])
 def test_as_rng_rejects(bad):
-    with pytest.raises(ValueError, match="rng"):
+    with pytest.raises(ValueError, match="^rng must be None, a non-negative int seed"):
         as_rng(bad)
+
+
+def test_as_rng_follows_spec7(seed):
+    "None: fresh entropy (two calls differ with probability 1 - 2^-62); int and SeedSequence: reproducible."
+    assert as_rng(None).integers(2**62) != as_rng(None).integers(2**62)
+    assert as_rng(seed(3)).normal() == as_rng(seed(3)).normal()
+    ss = np.random.SeedSequence(seed(4))
+    assert as_rng(ss).normal() == np.random.default_rng(np.random.SeedSequence(seed(4))).normal()
+
+
+def test_check_spd_and_probability():
+    S = np.array([[4.0, 1.0], [1.0, 2.0]])
+    L = check_spd("S", S)
+    assert np.allclose(L @ L.T, S) and np.allclose(L, np.tril(L))
+    for bad, msg in (([[1.0, 0.2], [0.0, 1.0]], "S must be symmetric"), ([[1.0, 2.0], [2.0, 1.0]], "S must be positive definite"),
+                     (np.ones((2, 3)), "S must be a square matrix"), ([[np.nan]], "S must be finite")):
+        with pytest.raises(ValueError, match=msg):
+            check_spd("S", bad)
+    with pytest.raises(ValueError, match=r"S must have shape \(3, 3\)"):
+        check_spd("S", S, 3)
+    assert check_probability("p", 0.3) == 0.3
+    for bad in (0.0, 1.0, -0.1, np.nan):
+        with pytest.raises(ValueError, match="^alpha must"):
+            check_probability("alpha", bad)
 
 
 def test_checks_name_the_argument():
@@ -48,8 +70,8 @@ def test_checks_name_the_argument():
 
 
 def test_progress_passthrough():
-    assert list(progress(iter([1, 2]), enabled=False)) == [1, 2]
-    assert list(progress([1, 2], enabled=True, disable=True)) == [1, 2]
+    assert list(track(iter([1, 2]), progress=False)) == [1, 2]
+    assert list(track([1, 2], progress=True, disable=True)) == [1, 2]
 
 
 # ---------------------------------------------------------------- log weights
@@ -334,9 +356,9 @@ def test_target_bad_input():
         Target(lambda x: 0.0, 2, mean=np.zeros(3))
     with pytest.raises(ValueError, match="dim is required"):
         as_target(lambda x: 0.0)
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(ValueError, match="has dimension 2, but dim=3"):
         as_target(correlated_gaussian(), dim=3)
-    with pytest.raises(ValueError, match="logp must be"):
+    with pytest.raises(ValueError, match="target must be a Target or a callable"):
         as_target(5, dim=1)
     t = as_target(lambda x: anp.log(x[0]) - x[0], dim=1)
     with pytest.raises(ValueError, match="x0 must have shape"):
@@ -387,7 +409,7 @@ def test_datasets():
     assert Xi.shape == (150, 2) and yi.sum() == 50
     with pytest.raises(ValueError, match="pair must name iris species"):
         load_iris_2d(pair=("setosa", "rose"))
-    Xr, yr = core.load_diabetes(standardize=False)
+    Xr, yr = load_diabetes(standardize=False)
     assert Xr.shape == (442, 10) and yr.min() > 0
     D, lab = load_digits01()
     assert D.shape == (1797, 64) and set(lab) == set(range(10))
@@ -425,7 +447,7 @@ def test_figures_and_regeneration(tmp_path):
     assert isinstance(fig, Figure)
     fns = figure_functions(core)
     assert fns and all(n.startswith("fig_") for n in fns)
-    paths = regenerate_figures(core, tmp_path / "core", formats=("png", "svg"), progress_bar=False)
+    paths = regenerate_figures(core, tmp_path / "core", formats=("png", "svg"), progress=False)
     assert len(paths) == 2 * len(fns) and all(p.stat().st_size > 500 for p in paths)
     assert {p.suffix for p in paths} == {".png", ".svg"}
     assert save_figure(fig, tmp_path / "x" / "y", ("png",))[0].exists()

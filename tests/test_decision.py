@@ -10,7 +10,7 @@ from scipy import integrate, optimize, special, stats
 
 from matplotlib.figure import Figure
 from bayesnotes import decision
-from bayesnotes.core import figure_functions
+from bayesnotes.plotting import figure_functions
 from bayesnotes.decision import (REJECT, ab_test_expected_loss, ab_test_study, accuracy_vs_confidence,
                                  ambulance_routes, bayes_action, bayes_estimator, brier_score, calibration_curve,
                                  classify_with_reject, conformal_bayes_regression, conformal_quantile,

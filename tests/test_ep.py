@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, special, stats
 
-from bayesnotes.core import kl_gauss, load_breast_cancer
+from bayesnotes.core import kl_gauss
+from bayesnotes.datasets import load_breast_cancer
 from bayesnotes import ep as E
 from bayesnotes.ep import (adf_noise_precision, adf_probit, alpha_projection, clutter_data, clutter_exact_1d,
                            ep_clutter, ep_logistic, ep_noise_precision, ep_probit, gamma_from_mean_log,

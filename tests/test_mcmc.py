@@ -12,7 +12,8 @@ import pytest
 import autograd.numpy as anp
 from scipy import stats, special
 
-from bayesnotes.core import Target, correlated_gaussian, banana, funnel, logistic_regression, load_iris_2d
+from bayesnotes.targets import Target, correlated_gaussian, banana, funnel, logistic_regression
+from bayesnotes.datasets import load_iris_2d
 from bayesnotes import mcmc
 from bayesnotes.mcmc import (sample, rwmh, mala, hmc, nuts, slice_sampler, leapfrog, hamiltonian,
                              mh_transition_matrix, random_walk_matrix, tv_to_stationary, warmup_schedule,
@@ -376,7 +377,7 @@ def test_energy_statistics_and_e_bfmi(seed):
 def test_e_bfmi_flags_the_centred_funnel(seed):
     # 10-d funnel, NUTS: over 20 seeds the chain-averaged E-BFMI was 0.08-0.20 centred and 0.97-1.22 non-centred
     # (sd about 0.04 and 0.05 per run): 0.4 and 0.6 are more than 5 sd away
-    from bayesnotes.core import funnel
+    from bayesnotes.targets import funnel
     from bayesnotes.mcmc import funnel_noncentred
     c = sample("nuts", funnel(10), None, 200, 300, 4, rng=seed(4))
     nc = sample("nuts", funnel_noncentred(10), None, 200, 300, 4, rng=seed(5))

@@ -12,14 +12,11 @@ from scipy import integrate, special, stats
 import autograd
 import autograd.numpy as anp
 
-from bayesnotes.core import (Target, correlated_gaussian, kl_gauss, load_old_faithful, logistic_regression,
-                             mvn_logpdf, normal_gamma_log_evidence, normal_gamma_update)
-from bayesnotes.vi import (FullRankGaussian, MeanFieldGaussian, advi, cavi_gmm, cavi_ising, elbo,
-                           grid_posterior, ising_test_image, iwae_bound, laplace, logistic_example,
-                           logistic_predictive, normal_gamma_log_joint, normal_gamma_posterior,
-                           regression_1d_exact, regression_1d_log_posterior_gamma, reparam_grad,
-                           score_function_grad, svi, to_constrained, to_unconstrained, unconstrain,
-                           vb_normal_gamma, vb_regression_1d)
+from bayesnotes.targets import Target, correlated_gaussian, logistic_regression
+from bayesnotes.core import kl_gauss, mvn_logpdf, normal_gamma_log_evidence, normal_gamma_update
+from bayesnotes.datasets import load_old_faithful
+from bayesnotes.vi import (FullRankGaussian, MeanFieldGaussian, advi, cavi_gmm, cavi_ising, elbo, grid_posterior, iwae_bound, laplace, logistic_example, logistic_predictive, normal_gamma_log_joint, normal_gamma_posterior, regression_1d_exact, regression_1d_log_posterior_gamma, reparam_grad, score_function_grad, svi, to_constrained, to_unconstrained, unconstrain, vb_normal_gamma, vb_regression_1d)
+from bayesnotes.datasets import ising_test_image
 
 
 # ---------------------------------------------------------------- helpers

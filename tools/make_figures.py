@@ -7,7 +7,7 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from bayesnotes.core import CHAPTERS, regenerate_all
+from bayesnotes.plotting import CHAPTERS, regenerate_all
 
 
 def main(argv=None):

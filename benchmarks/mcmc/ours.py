@@ -28,7 +28,7 @@ def main():
     import autograd.numpy as anp
     import bayesnotes
     from bayesnotes import core
-    from bayesnotes.core import Target
+    from bayesnotes.targets import Target
     from bayesnotes.mcmc import sample
     assert os.path.dirname(bayesnotes.__file__).startswith(os.path.abspath(a.root)), bayesnotes.__file__
     pr = dict(np.load(a.problem, allow_pickle=False))

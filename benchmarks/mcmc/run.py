@@ -36,7 +36,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..")))
 
-from bayesnotes.core import load_breast_cancer             # noqa: E402
+from bayesnotes.datasets import load_breast_cancer             # noqa: E402
 from bayesnotes.diagnostics import ess_bulk, rhat          # noqa: E402
 
 
