@@ -1,0 +1,90 @@
+"""The API as one library: every public parameter documented, an acyclic module graph that reads like the book."""
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastcore.docments import docments
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "bayesnotes"
+MODULES = sorted(p.stem for p in PKG.glob("*.py") if not p.stem.startswith("_"))
+
+
+def _public_callables(mod):
+    "(qualified name, callable) for every function of `__all__` and every public method of its classes."
+    for name in getattr(mod, "__all__", []):
+        obj = getattr(mod, name)
+        if inspect.isclass(obj):
+            if issubclass(obj, tuple) and hasattr(obj, "_fields"):      # NamedTuple: fields are documented inline
+                continue
+            if "__init__" in vars(obj):
+                yield f"{name}.__init__", obj.__init__
+            for k, v in vars(obj).items():
+                if not k.startswith("_") and inspect.isfunction(v):
+                    yield f"{name}.{k}", v
+        elif inspect.isfunction(obj) and obj.__module__ == mod.__name__:
+            yield name, obj
+
+
+def _undocumented(fn):
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")]
+    if not params:
+        return []
+    docs = docments(fn, full=True)
+    return [p.name for p in params if not (docs.get(p.name) or {}).get("docment")]
+
+
+@pytest.mark.parametrize("modname", MODULES)
+def test_every_public_parameter_has_its_own_docment(modname):
+    "fastcore.docments finds a comment for each parameter of each public function and method (show_doc's tables)."
+    mod = importlib.import_module(f"bayesnotes.{modname}")
+    missing = {q: m for q, f in _public_callables(mod) if (m := _undocumented(f))}
+    assert not missing, f"bayesnotes.{modname}: parameters without their own comment: {missing}"
+
+
+def _imports_of(modname):
+    "Sibling modules imported at module level (from .x import ...), read from the source."
+    tree = ast.parse((PKG / f"{modname}.py").read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            out.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bayesnotes."):
+            out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("bayesnotes.")}
+    return out & set(MODULES)
+
+
+def test_module_graph_is_acyclic():
+    "Every import of a sibling module, anywhere in a module (function-local ones too), points down a DAG."
+    graph = {m: _imports_of(m) for m in MODULES}
+    state = {}
+    def visit(m, path):
+        if state.get(m) == "done":
+            return
+        assert state.get(m) != "open", f"import cycle: {' -> '.join(path + [m])}"
+        state[m] = "open"
+        for n in sorted(graph[m]):
+            visit(n, path + [m])
+        state[m] = "done"
+    for m in MODULES:
+        visit(m, [])
+
+
+def test_foundations_import_no_chapter():
+    "utils, plotting, datasets, core and targets import only foundations; no chapter imports a sibling for data."
+    found = {"utils", "plotting", "datasets", "core", "targets"}
+    for m in found:
+        assert _imports_of(m) <= found, f"{m} imports {_imports_of(m) - found}"
+    assert _imports_of("utils") == set() and _imports_of("plotting") <= {"utils"}
+
+
+def test_diagnostics_does_not_import_samplers():
+    code = "import sys, bayesnotes.diagnostics; print(sorted(m for m in sys.modules if m.startswith('bayesnotes.')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "bayesnotes.mcmc" not in loaded and "bayesnotes.vi" not in loaded, loaded
