@@ -212,7 +212,12 @@ def normal_gamma_update(x,      # observations, shape (N,)
     return NormalGamma(mu=(kappa0 * mu0 + N * xbar) / kN, kappa=kN, a=a0 + N / 2,
                        b=b0 + 0.5 * np.sum((x - xbar)**2) + kappa0 * N * (xbar - mu0)**2 / (2 * kN))
 
-def normal_gamma_log_evidence(x, mu0=0., kappa0=1., a0=1., b0=1.) -> float:
+def normal_gamma_log_evidence(x,           # observations, shape (N,)
+                              mu0=0.,      # prior location of mu
+                              kappa0=1.,   # prior precision multiplier of mu
+                              a0=1.,       # prior Gamma shape of tau
+                              b0=1.,       # prior Gamma rate of tau
+                             ) -> float:
     "Exact log marginal likelihood log p(x) under the Normal-Gamma prior (same arguments as `normal_gamma_update`)."
     x, mu0, kappa0, a0, b0 = _ng_args(x, mu0, kappa0, a0, b0)
     post = normal_gamma_update(x, mu0, kappa0, a0, b0)
@@ -250,7 +255,10 @@ class Adam:
         self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
         self.m = self.v = None; self.t = 0
 
-    def step(self, params, grad):
+    def step(self,
+             params, # current parameters (flat array)
+             grad,   # gradient of the objective to maximise at `params`, same shape
+            ):
         "Return params moved one Adam step up the gradient `grad` (same shape as params)."
         params, grad = np.asarray(params, float), np.asarray(grad, float)
         if grad.shape != params.shape:

@@ -48,9 +48,12 @@ def _notebook_display():
     fmt = ip.display_formatter.formatters["image/png"]
     fmt.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight", dpi=110))
 
-def new_figure(nrows:int=1, ncols:int=1, # subplot grid
-               width:float=6.0, height:float=4.0, # figure size in inches
-               **kwargs):                # passed to `plt.subplots` (sharex, squeeze, ...)
+def new_figure(nrows:int=1,      # rows of the subplot grid
+               ncols:int=1,      # columns of the subplot grid
+               width:float=6.0,  # figure width in inches
+               height:float=4.0, # figure height in inches
+               **kwargs,               # passed to `plt.subplots` (sharex, squeeze, ...)
+              ):
     "A (fig, axes) pair in the book's style; the figure is detached from pyplot's state machine."
     from matplotlib.figure import Figure
     import matplotlib as mpl

@@ -60,9 +60,15 @@ class Target:
         "The raw log density function: differentiable by autograd when the Target was built without `grad`."
         return self._logp
 
-    def logdensity(self, x): return float(self._logp(np.asarray(x, dtype=float)))
+    def logdensity(self,
+                   x, # one point, shape (dim,)
+                  ) -> float:
+        "Log density at one point."
+        return float(self._logp(np.asarray(x, dtype=float)))
 
-    def value_and_grad(self, x):
+    def value_and_grad(self,
+                       x, # one point, shape (dim,)
+                      ):
         "Log density and its gradient at a single point x of shape (dim,)."
         x = np.asarray(x, dtype=float)
         if self._vg_batch is not None:
@@ -73,9 +79,15 @@ class Target:
         v, g = self._vg(x)
         return float(v), np.asarray(g, dtype=float)
 
-    def grad(self, x): return self.value_and_grad(x)[1]
+    def grad(self,
+             x, # one point, shape (dim,)
+            ) -> np.ndarray:
+        "Gradient (dim,) of the log density at one point."
+        return self.value_and_grad(x)[1]
 
-    def hessian(self, x):
+    def hessian(self,
+                x, # one point, shape (dim,)
+               ):
         "Hessian (dim, dim) of the log density at x: autograd when available, else central differences of `grad`."
         x = np.asarray(x, dtype=float)
         if self._grad is None:
@@ -84,7 +96,9 @@ class Target:
         H = np.array([(self.grad(x + hi * e) - self.grad(x - hi * e)) / (2 * hi) for hi, e in zip(h, np.eye(self.dim))])
         return 0.5 * (H + H.T)
 
-    def value_and_grad_batch(self, X):
+    def value_and_grad_batch(self,
+                             X, # points, shape (n, dim) (or any leading shape)
+                            ):
         "Log densities (n,) and gradients (n, dim) at the rows of X (closed form, or one autograd pass when batched)."
         X = np.asarray(X, dtype=float)
         if self._vg_batch is not None:
@@ -97,7 +111,10 @@ class Target:
         out = [self.value_and_grad(x) for x in X]
         return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(X.shape)
 
-    def check_point(self, x, name:str="x0"):
+    def check_point(self,
+                    x,              # candidate starting point, shape (dim,)
+                    name:str="x0", # argument name used in error messages
+                   ):
         "Validate a starting point: right shape and finite log density and gradient; returns it as an array."
         x = check_shape(name, np.asarray(x, dtype=float), (self.dim,))
         check_finite(name, x)

@@ -102,7 +102,8 @@ def check_spd(name:str,  # argument name used in the error message
 # %% ../nbs/00a_utils.ipynb #dadd4b0d
 def track(iterable,             # what to iterate over
           progress:bool=False,  # show a bar (needs tqdm, from the book extras)
-          **kwargs):            # passed on to `tqdm.auto.tqdm` (desc, total, ...)
+          **kwargs,           # passed on to `tqdm.auto.tqdm` (desc, total, ...)
+         ):
     "Wrap `iterable` in a tqdm.auto progress bar when `progress` is true (the `progress=` of every long computation)."
     if not progress:
         return iterable

@@ -16,7 +16,7 @@ def main(argv=None):
     p.add_argument("--chapters", nargs="*", default=None, help=f"subset of {CHAPTERS}")
     p.add_argument("--formats", nargs="*", default=["png", "svg"])
     a = p.parse_args(argv)
-    done = regenerate_all(a.out, a.chapters, tuple(a.formats), progress_bar=True)
+    done = regenerate_all(a.out, a.chapters, tuple(a.formats), progress=True)
     for ch, paths in done.items():
         print(f"{ch:12s} {len(paths):3d} files in {a.out}/{ch}/")
 
