@@ -9,8 +9,19 @@ operand once, records a *margin* and raises `AssertionError` exactly when the or
 * `a < b`, `a <= b` (and `>`, `>=`, chains `a < x < b`): margin = min over elements of `b - a`
   (resp. `a - b`); `np.all(...)`, `all(...)`, `(...).all()` and `&` / `and` of such comparisons take the
   minimum of their parts' margins (the max-statistic of the comparisons they make);
-* `np.allclose(a, b, rtol, atol)` / `np.isclose` / `math.isclose`: margin = min(atol + rtol |b| - |a - b|);
+* `np.allclose(a, b, rtol, atol)` / `np.isclose` / `math.isclose`: margin = 1 - max |a - b| / (atol + rtol |b|),
+  the unused fraction of the tolerance (1: exact agreement; 0: at the tolerance), so that checks of identities
+  up to rounding are measured against their tolerance, not in the units of a tiny `atol`;
+* a comparison of a p-value (an operand whose source mentions `pvalue`, `p_value` or `pval`) with its level,
+  `p > c`: margin = log10(p) - log10(c) in decades. A p-value is uniform under the null, so on its own scale
+  mean / sd is about 1.7 whatever the level; on the log scale it is about (log10(1/c) - 0.43) / 0.43, which is
+  the distance to a false alarm that the level promises;
+* an assert whose line carries the comment `# invariant` (a property true by construction, e.g. a count >= 1
+  or a stopping rule's threshold) is recorded as pass/fail only: it has no sampling law, so no margin;
 * anything else: recorded as pass/fail only (margin `None`).
+
+Records carry the occurrence number of the assert within a run (a loop's k-th pass), so that the tables compare
+the same check across seeds instead of mixing the passes of a loop.
 
 A margin is in the units of the statistic; across seeds its mean divided by its standard deviation says how
 many "spreads" the check stands from its edge. Only top-level statements and loops are rewritten (not the
@@ -28,10 +39,12 @@ import numpy as np
 
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _CLOSE = {"allclose", "isclose"}
+_PVAL = ("pvalue", "p_value", "pval")
 _ALL = {"all"}
 
 _state = threading.local()
 _records: list = []
+_occ: dict = {}                   # (where, id) -> passes so far in this run
 context = {"where": ""}          # set by the runner: test node id or notebook cell
 
 
@@ -66,7 +79,8 @@ def _spec(node):
     if isinstance(node, ast.Compare) and all(type(op) in _CMP for op in node.ops):
         parts, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
-            parts.append(("cmp", _CMP[type(op)], left, right))
+            log = any(k in ast.unparse(left) + ast.unparse(right) for k in _PVAL)
+            parts.append(("cmp", _CMP[type(op)] + ("log" if log else ""), left, right))
             left = right
         return parts[0] if len(parts) == 1 else ("chain", parts)
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
@@ -123,8 +137,9 @@ class AssertRecorder(ast.NodeTransformer):
     """Rewrite `assert` statements into `__bn_check__` calls. `skip_defs`: leave function/class bodies alone
     (notebook cells define library code); test modules rewrite inside test functions."""
 
-    def __init__(self, label="", skip_defs=True):
+    def __init__(self, label="", skip_defs=True, source=None):
         self.label, self.skip_defs = label, skip_defs
+        self.lines = source.splitlines() if isinstance(source, str) else None
 
     def visit_FunctionDef(self, node):
         return node if self.skip_defs else self.generic_visit(node)
@@ -139,6 +154,9 @@ class AssertRecorder(ast.NodeTransformer):
 
     def visit_Assert(self, node):
         spec = _spec(node.test)
+        if self.lines and any("# invariant" in self.lines[i - 1]
+                              for i in range(node.lineno, (node.end_lineno or node.lineno) + 1) if i <= len(self.lines)):
+            spec = None
         thunks = []
         if spec is None:
             plan = ["bool", 0]
@@ -156,8 +174,9 @@ class AssertRecorder(ast.NodeTransformer):
         return ast.copy_location(new, node)
 
 
-def rewrite(tree, label="", skip_defs=True):
-    tree = AssertRecorder(label, skip_defs).visit(tree)
+def rewrite(tree, label="", skip_defs=True, source=None):
+    "Rewrite the asserts of `tree`; `source` (its text) lets `# invariant` comments mark pass/fail-only checks."
+    tree = AssertRecorder(label, skip_defs, source).visit(tree)
     ast.fix_missing_locations(tree)
     return tree
 
@@ -175,10 +194,15 @@ def _margin(plan, vals):
         return bool(vals[plan[1]]), None
     if kind == "cmp":
         a, b = np.asarray(vals[plan[2]]), np.asarray(vals[plan[3]])
-        op = plan[1]
+        op, log = plan[1].replace("log", ""), plan[1].endswith("log")
         ok = bool(np.all({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]))
         try:
-            m = _fmin(b - a) if op in ("<", "<=") else _fmin(a - b)
+            if log:             # p-values: decades between the p-value and its level
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    la, lb = np.log10(a.astype(float)), np.log10(b.astype(float))
+                m = _fmin(lb - la) if op in ("<", "<=") else _fmin(la - lb)
+            else:
+                m = _fmin(b - a) if op in ("<", "<=") else _fmin(a - b)
         except (TypeError, ValueError):
             m = None
         return ok, m
@@ -196,9 +220,11 @@ def _margin(plan, vals):
             tol = np.maximum(rtol * np.maximum(np.abs(a), np.abs(b)), atol)
         else:
             tol = atol + rtol * np.abs(b)
-        slack = tol - np.abs(a - b)
-        ok = bool(np.all(slack >= 0)) if plan[5] else bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
-        return ok, _fmin(slack)
+        diff = np.abs(a - b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used = np.where(diff == 0, 0.0, diff / tol)          # fraction of the tolerance used (inf if tol = 0)
+        ok = bool(np.all(diff <= tol)) if plan[5] else bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
+        return ok, 1.0 - float(np.max(used)) if used.size else math.inf
     raise AssertionError(kind)
 
 
@@ -209,6 +235,7 @@ def _min_m(ms):
 def check(ident, text, plan_json, thunks, msg=None, test=None):
     "Evaluate an assert's operands once, record its margin, and fail exactly as the assert would."
     plan = json.loads(plan_json)
+    k_occ = _occ[(context["where"], ident)] = _occ.get((context["where"], ident), -1) + 1
     try:
         vals = [t() for t in thunks]
     except Exception:
@@ -221,7 +248,7 @@ def check(ident, text, plan_json, thunks, msg=None, test=None):
         parts = [_margin(p, vals) for p in plan[1]]
         ok = all(p[0] for p in parts)
         for k, ((ok_k, m_k), t_k) in enumerate(zip(parts, plan[2])):
-            _records.append({"where": context["where"], "id": f"{ident}#{k + 1}", "text": t_k, "ok": ok_k,
+            _records.append({"where": context["where"], "id": f"{ident}#{k + 1}", "occ": k_occ, "text": t_k, "ok": ok_k,
                              "margin": m_k if m_k is None or math.isfinite(m_k) else None})
         if not ok:
             detail = msg() if callable(msg) else msg
@@ -236,7 +263,7 @@ def check(ident, text, plan_json, thunks, msg=None, test=None):
         raise RuntimeError(f"margins: cannot evaluate {text!r}")
     if m is not None and not math.isfinite(m):
         m = None if math.isnan(m) else m
-    _records.append({"where": context["where"], "id": ident, "text": text, "ok": ok,
+    _records.append({"where": context["where"], "id": ident, "occ": k_occ, "text": text, "ok": ok,
                      "margin": m if m is None or math.isfinite(m) else None})
     if not ok:
         detail = msg() if callable(msg) else msg
@@ -251,6 +278,7 @@ def flush(path):
             for r in _records:
                 f.write(json.dumps(r) + "\n")
         _records.clear()
+    _occ.clear()
 
 
 # ----------------------------------------------------------------------------------------------- pytest hook
@@ -271,7 +299,8 @@ def install_pytest(out_dir):
 
     def rewrite_asserts(mod, source, module_path=None, config=None):
         if module_path is not None and Path(str(module_path)).name.startswith("test_"):
-            rewrite(mod, label=Path(str(module_path)).name, skip_defs=False)
+            text = source.decode() if isinstance(source, bytes) else source
+            rewrite(mod, label=Path(str(module_path)).name, skip_defs=False, source=text)
         return original(mod, source, module_path, config)
 
     pyrewrite.rewrite_asserts = rewrite_asserts

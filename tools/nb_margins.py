@@ -42,8 +42,10 @@ def worker(nb_path, seed, out):
     class Rewriter(ast.NodeTransformer):
         label = ""
 
+        source = None
+
         def visit(self, node):
-            return margins.rewrite(node, label=self.label, skip_defs=True)
+            return margins.rewrite(node, label=self.label, skip_defs=True, source=self.source)
 
     shell = InteractiveShell.instance()
     rw = Rewriter()
@@ -55,7 +57,7 @@ def worker(nb_path, seed, out):
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        rw.label = f"cell {i}"
+        rw.label, rw.source = f"cell {i}", cell.source
         margins.context["where"] = name
         res = shell.run_cell(cell.source, silent=True)
         err = res.error_before_exec or res.error_in_exec
@@ -112,7 +114,7 @@ def main(argv=None):
     for nb, s, out in results:
         for line in out.read_text().splitlines() if out.exists() else []:
             r = json.loads(line)
-            key = (r["where"], r["id"])
+            key = (r["where"], r["id"] + (f"@{r['occ']}" if r.get("occ") else ""))   # a loop's k-th pass: its own row
             texts[key] = r["text"]
             per[key].append(r["margin"])
             fails[key] += not r["ok"]

@@ -100,7 +100,7 @@ def main(argv=None):
                 print(f"    FAILED {name}", flush=True)
         seen = set()
         for r in records:
-            key = (r["where"], r["id"])
+            key = (r["where"], r["id"] + (f"@{r['occ']}" if r.get("occ") else ""))   # a loop's k-th pass: its own row
             texts[key] = r["text"]
             per_assert[key].append(r["margin"])
             if not r["ok"]:
