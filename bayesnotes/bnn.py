@@ -177,10 +177,11 @@ def toy_function(x): # inputs (any shape)
     "The noise-free toy curve -(x + 1) sin(3 pi x) of the BNN comparisons."
     return -(np.asarray(x, float) + 1.) * np.sin(3. * np.pi * np.asarray(x, float))
 
-def toy_regression_data(n:int,               # number of points
-                        rng,                 # numpy Generator or int seed
-                        noise_std:float=0.3, # observation noise sd
-                        low:float=-1., high:float=1., # input range
+def toy_regression_data(n:int,                # number of points
+                        rng,                  # numpy Generator or int seed
+                        noise_std:float=0.3,  # observation noise sd
+                        low:float=-1.0,       # lower end of the input range
+                        high:float=1.0,       # input range
                        ) -> tuple:
     "Toy data set: x ~ U(low, high) sorted, y = toy_function(x) + N(0, noise_std^2); returns X (n, 1), y (n,)."
     n = check_count("n", n)
@@ -249,7 +250,11 @@ def calibration(y,    # observed targets (N,)
     z = np.abs(y - mean) / std
     return levels, (z[None, :] <= stats.norm.ppf(0.5 + levels / 2)[:, None]).mean(axis=1)
 
-def calibration_error(y, mean, std, levels=CALIBRATION_LEVELS) -> float: # as in `calibration`
+def calibration_error(y,                          # as in `calibration`
+                      mean,                       # as in `calibration`
+                      std,                        # as in `calibration`
+                      levels=CALIBRATION_LEVELS,  # as in `calibration`
+                     ) -> float:
     "Mean absolute gap between nominal and observed coverage of central intervals."
     lv, cov = calibration(y, mean, std, levels)
     return float(np.mean(np.abs(cov - lv)))
@@ -284,11 +289,21 @@ def _ascend(objective, params, n_iter, lr, progress_bar=False, desc="adam"):
 
 class RegressionFit:
     "Common base of the fitted models: network layout, prior, noise scale and `predict`."
-    def __init__(self, sizes, activation, prior_std, noise_std, trace, method=""):
+    def __init__(self,
+                 sizes,       # layer widths (d, h_1, ..., 1)
+                 activation,  # nonlinearity
+                 prior_std,   # prior sd of every parameter (P,)
+                 noise_std,   # observation noise sd
+                 trace,       # objective per training step
+                 method='',   # the method's name, for tables
+                ):
         self.sizes, self.activation, self.prior_std = sizes, activation, prior_std
         self.noise_std, self.trace, self.method = noise_std, trace, method
 
-    def f(self, params, X): # flat parameters (..., P); inputs (N, d)
+    def f(self,
+          params,  # flat parameters (..., P)
+          X,       # flat parameters (..., P); inputs (N, d)
+         ):
         "Network output for one or many parameter vectors, shape (..., N)."
         return mlp_apply(params, X, self.sizes, self.activation)[..., 0]
 
@@ -331,20 +346,25 @@ def _log_sigma0(y): return float(np.log(0.5 * np.std(y) + 1e-3))
 
 class MAPFit(RegressionFit):
     "Posterior mode of the weights; predicts with N(f(x; theta_hat), sigma^2)."
-    def __init__(self, params, **kw): super().__init__(**kw); self.params = params
+    def __init__(self,
+                 params,  # MAP weights (P,)
+                 **kw,    # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.params = params
     def _sample_functions(self, X, n_samples, rng):
         f = self.f(self.params, X)[None]
         return np.repeat(f, n_samples, axis=0), np.full(n_samples, self.noise_std)
 
-def fit_map(X, y,                 # inputs (N, d) and targets (N,)
+def fit_map(X,                    # inputs, shape (N, d)
+            y,                    # inputs (N, d) and targets (N,)
             rng=None,             # numpy Generator or seed (initialisation, minibatches)
             hidden=(50,),         # hidden layer widths
-            activation="relu",    # nonlinearity
-            weight_scale=1.,      # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
-            bias_scale=1.,        # prior beta_l
+            activation='relu',    # nonlinearity
+            weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
+            bias_scale=1.0,       # prior beta_l
             noise_std=None,       # fixed noise sd; None: estimate log sigma jointly
             n_iter:int=2000,      # Adam steps
-            lr:float=1e-2,        # Adam step size
+            lr:float=0.01,        # Adam step size
             batch_size=None,      # minibatch size; None: full batch
             init=None,            # starting weights (P,); default: a prior draw
             progress:bool=False,  # show a progress bar
@@ -412,18 +432,33 @@ def kl_weights(M:int,              # number of minibatches per epoch
 
 class BBBFit(RegressionFit):
     "Mean-field Gaussian posterior q(theta) = N(mu, diag sigma^2) fitted by Bayes by Backprop."
-    def __init__(self, mu, sigma, **kw): super().__init__(**kw); self.mu, self.sigma = mu, sigma
+    def __init__(self,
+                 mu,     # variational means (P,)
+                 sigma,  # variational sds (P,)
+                 **kw,   # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.mu, self.sigma = mu, sigma
     def _sample_functions(self, X, n_samples, rng):
         w = self.mu + self.sigma * as_rng(rng).standard_normal((n_samples, self.mu.size))
         return self.f(w, X), np.full(n_samples, self.noise_std)
 
-def bayes_by_backprop(X, y, rng=None, hidden=(50,), activation="relu", weight_scale=1., bias_scale=1.,
-                      noise_std=None,         # fixed noise sd; None: point-estimate log sigma in the ELBO
-                      n_iter:int=2000, lr:float=1e-2, batch_size=None, # as in `fit_map`
-                      n_mc:int=4,             # reparameterised draws per gradient step (T)
-                      init_std:float=0.1,     # initial sigma_i as a fraction of the prior sd
-                      kl_scheme="uniform",    # split of the KL over minibatches ("uniform" or "blundell")
-                      init=None, progress:bool=False) -> BBBFit:
+def bayes_by_backprop(X,                    # inputs, shape (N, d)
+                      y,                    # targets, shape (N,)
+                      rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                      hidden=(50,),         # hidden layer widths
+                      activation='relu',    # nonlinearity ("relu" or "tanh")
+                      weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
+                      bias_scale=1.0,       # prior beta_l (bias sd)
+                      noise_std=None,       # fixed noise sd; None: point-estimate log sigma in the ELBO
+                      n_iter:int=2000,      # as in `fit_map`
+                      lr:float=0.01,        # as in `fit_map`
+                      batch_size=None,      # as in `fit_map`
+                      n_mc:int=4,           # reparameterised draws per gradient step (T)
+                      init_std:float=0.1,   # initial sigma_i as a fraction of the prior sd
+                      kl_scheme='uniform',  # split of the KL over minibatches ("uniform" or "blundell")
+                      init=None,            # starting weights (P,); default: a prior draw
+                      progress:bool=False,  # show a progress bar
+                     ) -> BBBFit:
     "Bayes by Backprop: mean-field Gaussian VI with softplus scales, reparameterised gradients and closed-form KL."
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
@@ -453,19 +488,38 @@ def bayes_by_backprop(X, y, rng=None, hidden=(50,), activation="relu", weight_sc
 # %% ../nbs/07_bnn.ipynb #20e9e7c7
 class DropoutFit(RegressionFit):
     "Network trained with dropout; predictions keep dropout on (MC dropout)."
-    def __init__(self, params, keep, **kw): super().__init__(**kw); self.params, self.keep = params, keep
-    def masks(self, rng, lead): # numpy Generator; leading shape of each mask, e.g. (S, 1)
+    def __init__(self,
+                 params,  # trained weights (P,)
+                 keep,    # probability of keeping a hidden unit
+                 **kw,    # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.params, self.keep = params, keep
+    def masks(self,
+              rng,   # numpy Generator
+              lead,  # numpy Generator; leading shape of each mask, e.g. (S, 1)
+             ):
         "Bernoulli(keep) masks, one array per hidden layer, shaped lead + (width,)."
         return [(rng.random(tuple(lead) + (h,)) < self.keep).astype(float) for h in self.sizes[1:-1]]
     def _sample_functions(self, X, n_samples, rng):
         m = self.masks(as_rng(rng), (n_samples, 1))          # one mask per draw, shared over inputs
         return mlp_apply(self.params, X, self.sizes, self.activation, masks=m)[..., 0], np.full(n_samples, self.noise_std)
 
-def mc_dropout(X, y, rng=None, hidden=(50,), activation="relu", weight_scale=1., bias_scale=1., noise_std=None,
-               p_drop:float=0.1,        # probability of dropping a hidden unit
-               n_iter:int=2000, lr:float=1e-2, batch_size=None, # as in `fit_map`
-               n_mc:int=1,              # masks per data point and step
-               init=None, progress:bool=False) -> DropoutFit:
+def mc_dropout(X,                    # inputs, shape (N, d)
+               y,                    # targets, shape (N,)
+               rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               hidden=(50,),         # hidden layer widths
+               activation='relu',    # nonlinearity ("relu" or "tanh")
+               weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
+               bias_scale=1.0,       # prior beta_l (bias sd)
+               noise_std=None,       # fixed noise sd; None: estimate log sigma jointly
+               p_drop:float=0.1,     # probability of dropping a hidden unit
+               n_iter:int=2000,      # as in `fit_map`
+               lr:float=0.01,        # as in `fit_map`
+               batch_size=None,      # as in `fit_map`
+               n_mc:int=1,           # masks per data point and step
+               init=None,            # starting weights (P,); default: a prior draw
+               progress:bool=False,  # show a progress bar
+              ) -> DropoutFit:
     "MC dropout: dropout on every hidden layer, weight decay matched to the Gaussian prior, dropout kept on to predict."
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
@@ -497,20 +551,32 @@ def mc_dropout(X, y, rng=None, hidden=(50,), activation="relu", weight_scale=1.,
 # %% ../nbs/07_bnn.ipynb #ae6196d6
 class EnsembleFit(RegressionFit):
     "Equally weighted mixture of M independently trained MAP networks (params shape (M, P))."
-    def __init__(self, params, **kw): super().__init__(**kw); self.params = params
+    def __init__(self,
+                 params,  # members' weights (M, P)
+                 **kw,    # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.params = params
     def _sample_functions(self, X, n_samples, rng):
         M = len(self.params)
         idx = np.tile(np.arange(M), n_samples // M)
         if n_samples % M: idx = np.r_[idx, np.sort(as_rng(rng).choice(M, n_samples % M, replace=False))]
         return self.f(self.params, X)[idx], np.broadcast_to(self.noise_std, (M,))[idx].copy()
 
-def deep_ensemble(X, y, rng=None,
+def deep_ensemble(X,                    # inputs, shape (N, d)
+                  y,                    # targets, shape (N,)
+                  rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                   n_members:int=5,      # ensemble size M
-                  hidden=(50,), activation="relu", weight_scale=1., bias_scale=1.,
+                  hidden=(50,),         # hidden layer widths
+                  activation='relu',    # nonlinearity ("relu" or "tanh")
+                  weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
+                  bias_scale=1.0,       # prior beta_l (bias sd)
                   noise_std=None,       # fixed noise sd; None: each member estimates its own
-                  n_iter:int=2000, lr:float=1e-2, batch_size=None, # as in `fit_map`
+                  n_iter:int=2000,      # as in `fit_map`
+                  lr:float=0.01,        # as in `fit_map`
+                  batch_size=None,      # as in `fit_map`
                   anchored:bool=False,  # randomise-then-optimise: prior-draw anchors and perturbed targets
-                  progress:bool=False) -> EnsembleFit:
+                  progress:bool=False,  # show a progress bar
+                 ) -> EnsembleFit:
     "Deep ensemble of n_members MAP networks from independent prior draws, trained in one vectorised loop."
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
@@ -545,7 +611,12 @@ def jacobian_rows(fn,     # fn(params (N, K), X (N, 1, d)) -> (N,), vectorised o
 
 class LaplaceFit(RegressionFit):
     "Gaussian N(theta_hat, Lambda^{-1}) over a block of weights with the linearised (GLM) predictive."
-    def __init__(self, params, block, chol, **kw):
+    def __init__(self,
+                 params,  # MAP weights (P,)
+                 block,   # indices of the parameters with a Gaussian posterior
+                 chol,    # Cholesky factor of the posterior precision of that block
+                 **kw,    # fields passed on to `RegressionFit`
+                ):
         super().__init__(**kw); self.params, self.block, self.chol = params, block, chol
 
     def jacobian(self, X): # inputs (N, d)
@@ -557,7 +628,11 @@ class LaplaceFit(RegressionFit):
             return mlp_apply(full, Xb, sizes, act)[..., 0, 0]
         return jacobian_rows(fn, self.params[P - K:], X)
 
-    def predict(self, X, n_samples:int=100, rng=None):
+    def predict(self,
+                X,                  # inputs, shape (N, d)
+                n_samples:int=100,  # function draws returned
+                rng=None,           # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               ):
         "Exact linearised predictive mean and sd at X, plus n_samples function draws."
         X = _check_X(X, self.sizes[0])
         n_samples = check_count("n_samples", n_samples)
@@ -569,11 +644,13 @@ class LaplaceFit(RegressionFit):
         f = f0 + (J @ delta).T
         return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_samples), self.noise_std))
 
-def laplace_ggn(X, y,                # training inputs (N, d) and targets (N,)
-            fit: MAPFit = None,  # a MAP fit to expand around; None fits one with **map_kwargs
-            rng=None,            # numpy Generator or seed (only used to fit the MAP)
-            subset="all",        # "all" (full GGN) or "last_layer"
-            **map_kwargs):       # passed to `fit_map` when fit is None
+def laplace_ggn(X,                # training inputs (N, d)
+                y,                # training inputs (N, d) and targets (N,)
+                fit:MAPFit=None,  # a MAP fit to expand around; None fits one with **map_kwargs
+                rng=None,         # numpy Generator or seed (only used to fit the MAP)
+                subset='all',     # "all" (full GGN) or "last_layer"
+                **map_kwargs,     # passed to `fit_map` when fit is None
+               ):
     "Laplace approximation with the generalised Gauss-Newton precision around a MAP fit."
     X, y = _check_Xy(X, y)
     if subset not in ("all", "last_layer"): raise ValueError(f"subset must be 'all' or 'last_layer', got {subset!r}")
@@ -592,7 +669,12 @@ def laplace_ggn(X, y,                # training inputs (N, d) and targets (N,)
         out.chol = np.linalg.cholesky(Lam)
     return out
 
-def laplace_last_layer(X, y, fit: MAPFit = None, rng=None, **map_kwargs): # as in `laplace_ggn`
+def laplace_last_layer(X,                # as in `laplace_ggn`
+                       y,                # as in `laplace_ggn`
+                       fit:MAPFit=None,  # as in `laplace_ggn`
+                       rng=None,         # as in `laplace_ggn`
+                       **map_kwargs,     # as in `laplace_ggn`
+                      ):
     "Last-layer Laplace approximation: exact Gaussian posterior of the output layer given the MAP features."
     return laplace_ggn(X, y, fit=fit, rng=rng, subset="last_layer", **map_kwargs)
 
@@ -660,8 +742,11 @@ def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
     fig.suptitle(f"toy regression, {n_train} points (dashed: truth; band: mean +- 2 sd)")
     return fig
 
-def toy_metrics(n_train:int=20, seed:int=0, # as in `toy_comparison`
-                n_test:int=1000, n_samples:int=200) -> dict: # test points from the data range; predictive draws
+def toy_metrics(n_train:int=20,     # as in `toy_comparison`
+                seed:int=0,         # as in `toy_comparison`
+                n_test:int=1000,    # test points from the data range
+                n_samples:int=200,  # predictive draws
+               ) -> dict:
     "RMSE, test log-likelihood, calibration error and fit seconds of every toy method (dict of dicts)."
     tc = toy_comparison(n_train, seed)
     Xt, yt = toy_regression_data(n_test, 10_000)     # a fixed test set
@@ -682,7 +767,9 @@ def format_table(rows:dict,      # row name -> dict of column -> value (a float 
     return "\n".join(lines)
 
 # %% ../nbs/07_bnn.ipynb #608a51af
-def fig_calibration(seed:int=0, n_test:int=1000): # seed of the fits (`toy_comparison`); test points
+def fig_calibration(seed:int=0,       # seed of the fits (`toy_comparison`)
+                    n_test:int=1000,  # test points
+                   ):
     "Reliability diagrams (observed vs nominal coverage of central intervals) of every toy method."
     fig, axes = new_figure(1, 2, width=10, height=4, sharey=True)
     Xt, yt = toy_regression_data(n_test, 10_000)     # the test set of `toy_metrics`
@@ -701,7 +788,12 @@ NUTS_RUN = dict(n_chains=8, n_warmup=150, n_draws=100, max_depth=7)   # a short 
 
 class SamplesFit(RegressionFit):
     "Posterior represented by MCMC draws of the weights, shape (chain, draw, P)."
-    def __init__(self, draws, result=None, **kw): super().__init__(**kw); self.draws, self.result = draws, result
+    def __init__(self,
+                 draws,        # posterior draws (chain, draw, P)
+                 result=None,  # the sampler's full result
+                 **kw,         # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.draws, self.result = draws, result
     def _sample_functions(self, X, n_samples, rng):
         flat = self.draws.reshape(-1, self.draws.shape[-1])
         take = np.linspace(0, len(flat) - 1, min(n_samples, len(flat))).round().astype(int)   # evenly thinned
@@ -715,7 +807,13 @@ class SamplesFit(RegressionFit):
         from bayesnotes.diagnostics import rhat
         return np.asarray(rhat(self.function_draws(X)))
 
-def regression_target(X, y, sizes, activation, prior_std, noise_std): # data, network, prior sds, noise sd
+def regression_target(X,           # inputs, shape (N, d)
+                      y,           # targets, shape (N,)
+                      sizes,       # layer widths (d, h_1, ..., 1)
+                      activation,  # nonlinearity
+                      prior_std,   # prior sd of every parameter (P,)
+                      noise_std,   # data, network, prior sds, noise sd
+                     ):
     "Batched `bayesnotes.core.Target` of the BNN regression posterior in whitened weights eta = theta / prior_std."
     from bayesnotes.targets import Target
     X, y = _check_Xy(X, y)
@@ -724,13 +822,22 @@ def regression_target(X, y, sizes, activation, prior_std, noise_std): # data, ne
         return anp.sum(_gauss_loglik(y, f, np.log(noise_std)), axis=-1) - 0.5 * anp.sum(eta ** 2, axis=-1)
     return Target(logp, prior_std.size, name="BNN regression (whitened)", batched=True)
 
-def nuts_regression(X, y, rng=None, hidden=(10,), activation="relu", weight_scale=1., bias_scale=1.,
+def nuts_regression(X,                    # inputs, shape (N, d)
+                    y,                    # targets, shape (N,)
+                    rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                    hidden=(10,),         # hidden layer widths
+                    activation='relu',    # nonlinearity ("relu" or "tanh")
+                    weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
+                    bias_scale=1.0,       # prior beta_l (bias sd)
                     noise_std:float=0.3,  # fixed noise sd
-                    n_chains:int=8, n_warmup:int=150, n_draws:int=100, # run length
+                    n_chains:int=8,       # number of chains
+                    n_warmup:int=150,     # warm-up iterations per chain
+                    n_draws:int=100,      # run length
                     max_depth:int=7,      # maximum NUTS tree depth (at most 2^max_depth - 1 leapfrog steps)
                     init=None,            # starting weights (n_chains, P); default: anchored-ensemble members
-                    progress:bool=False,
-                    **sampler) -> SamplesFit: # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of eta)
+                    progress:bool=False,  # show a progress bar
+                    **sampler,            # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of eta)
+                   ) -> SamplesFit:
     "Sample the BNN posterior with NUTS (`bayesnotes.mcmc.sample`) in whitened weights; draws (chain, draw, P)."
     from bayesnotes.mcmc import sample
     if noise_std is None: raise ValueError("noise_std must be a fixed positive number for nuts_regression")
@@ -751,8 +858,10 @@ def nuts_regression(X, y, rng=None, hidden=(10,), activation="relu", weight_scal
     return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=activation, prior_std=prior_std,
                       noise_std=noise_std, trace=None, method="NUTS")
 
-def nuts_distances(seed:int=0, n_grid:int=81, # seed of the fits (`toy_comparison`); grid points on [-2, 2]
-                   reference=None) -> dict:     # NUTS fit to compare with; default: the one of `toy_comparison` (stored)
+def nuts_distances(seed:int=0,      # seed of the fits (`toy_comparison`)
+                   n_grid:int=81,   # grid points on [-2, 2]
+                   reference=None,  # NUTS fit to compare with; default: the one of `toy_comparison` (stored)
+                  ) -> dict:
     "Mean Wasserstein-1 distance between each method's draws of f(x) and the NUTS draws, inside and outside [-1, 1]."
     tc = toy_comparison(20, seed, hidden=10, nuts=reference is None)
     x = np.linspace(-2, 2, n_grid); inside = np.abs(x) <= 1
@@ -877,7 +986,8 @@ def load_diabetes_data() -> tuple:
 BENCHMARK_MODEL = dict(hidden=(50,), activation="relu", weight_scale=1., bias_scale=1.)
 BENCHMARK_TRAIN = dict(n_iter=300, lr=1e-2, batch_size=32)
 
-def benchmark_methods(**train) -> dict: # overrides of BENCHMARK_TRAIN (n_iter, lr, batch_size)
+def benchmark_methods(**train,  # overrides of BENCHMARK_TRAIN (n_iter, lr, batch_size)
+                     ) -> dict:
     "The methods of the benchmark: name -> function (X, y, rng) returning a fit with `predict`."
     kw = dict(**BENCHMARK_MODEL, **{**BENCHMARK_TRAIN, **train})
     def laplace_full(X, y, rng): return laplace_ggn(X, y, fit=fit_map(X, y, rng=rng, **kw))
@@ -905,13 +1015,15 @@ class BenchmarkResult(NamedTuple):
                     "test log-lik": (float(self.loglik[i].mean()), se(self.loglik[i])),
                     "CPU s / fit": float(self.seconds[i].mean())} for i, m in enumerate(self.methods)}
 
-def regression_benchmark(X, y,                  # full data set (n, d), (n,)
-                         methods:dict=None,     # name -> f(X, y, rng) -> fit; default `benchmark_methods()`
-                         n_splits:int=5,        # random train/test splits
-                         test_fraction:float=0.1, # share of points held out
-                         rng=None,              # numpy Generator or seed
-                         n_samples:int=100,     # predictive draws for the test log-likelihood
-                         progress:bool=False) -> BenchmarkResult:
+def regression_benchmark(X,                        # full data set (n, d)
+                         y,                        # (n,)
+                         methods:dict=None,        # name -> f(X, y, rng) -> fit; default `benchmark_methods()`
+                         n_splits:int=5,           # random train/test splits
+                         test_fraction:float=0.1,  # share of points held out
+                         rng=None,                 # numpy Generator or seed
+                         n_samples:int=100,        # predictive draws for the test log-likelihood
+                         progress:bool=False,      # show a progress bar
+                        ) -> BenchmarkResult:
     "RMSE and test log-likelihood of each method over repeated random splits (standardised on the training part)."
     X, y = _check_Xy(X, y)
     methods = benchmark_methods() if methods is None else dict(methods)

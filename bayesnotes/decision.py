@@ -208,11 +208,12 @@ def bayes_estimator(samples,          # posterior samples (n,) or (n, d)
     raise ValueError(f"loss must be 'squared', 'absolute', 'zero_one' or 'pinball', got {loss!r}")
 
 # %% ../nbs/06_decision.ipynb #9e854fa0
-def fig_bayes_estimators(a=2.0,           # posterior Beta(a, b): one success in eight trials under a flat prior
-                         b=8.0,
-                         eps=0.02,        # half-width of the 0-1 loss window
-                         n_samples=20000, # posterior draws for the sample-based estimates
-                         rng=0):          # numpy Generator or seed
+def fig_bayes_estimators(a=2.0,            # posterior Beta(a, b): one success in eight trials under a flat prior
+                         b=8.0,            # posterior Beta(a, b): second shape
+                         eps=0.02,         # half-width of the 0-1 loss window
+                         n_samples=20000,  # posterior draws for the sample-based estimates
+                         rng=0,            # numpy Generator or seed
+                        ):
     "A skewed posterior with its mean, median and mode, and the three posterior expected loss curves."
     post = stats.beta(a, b)
     draws = post.rvs(size=n_samples, random_state=as_rng(rng))
@@ -1312,8 +1313,11 @@ def _greater_series(a1, b1, a2, b2):
     m = logt.max()          # shift by the largest term (scipy's logsumexp is slow for ~10^4 tiny calls)
     return float(np.exp(m) * np.exp(logt - m).sum())
 
-def prob_beta_greater(a1, b1,   # shapes of X1 ~ Beta(a1, b1)
-                      a2, b2):  # shapes of X2 ~ Beta(a2, b2), independent of X1
+def prob_beta_greater(a1,  # first shape of X1 ~ Beta(a1, b1)
+                      b1,  # shapes of X1 ~ Beta(a1, b1)
+                      a2,  # shapes of X2 ~ Beta(a2, b2)
+                      b2,  # independent of X1
+                     ):
     "P(X1 > X2) for independent beta variables: a finite sum when a shape is an integer, else quadrature."
     for nm, v in (("a1", a1), ("b1", b1), ("a2", a2), ("b2", b2)):
         check_positive(nm, v)
@@ -1346,9 +1350,12 @@ class ABTest(NamedTuple):
     post_a: tuple          # Beta posterior (a, b) of theta_a
     post_b: tuple          # Beta posterior (a, b) of theta_b
 
-def ab_test_expected_loss(k_a, n_a,           # successes and trials of arm A
-                          k_b, n_b,           # successes and trials of arm B
-                          prior=(1.0, 1.0)):  # Beta(a0, b0) prior shared by both arms
+def ab_test_expected_loss(k_a,               # successes of arm A
+                          n_a,               # successes and trials of arm A
+                          k_b,               # successes of arm B
+                          n_b,               # successes and trials of arm B
+                          prior=(1.0, 1.0),  # Beta(a0, b0) prior shared by both arms
+                         ):
     "Expected loss of shipping each arm of a Beta-Binomial A/B test (exact, no sampling)."
     for nm, k, n in (("a", k_a, n_a), ("b", k_b, n_b)):
         if not (np.isfinite(k) and np.isfinite(n)) or k < 0 or n < k or k != round(k) or n != round(n):
@@ -1373,12 +1380,14 @@ class SequentialABTest(NamedTuple):
     losses: np.ndarray     # (n_looks, 2) expected losses of (A, B) at every look
     final_loss: float      # expected loss of the chosen arm at the end
 
-def sequential_ab_test(rate_a, rate_b,      # true conversion rates used to simulate visitors
-                       threshold=1e-3,      # stop when an arm's expected loss drops below this
-                       batch_size=200,      # visitors per arm between looks
-                       max_per_arm=20000,   # budget per arm
-                       prior=(1.0, 1.0),    # Beta prior of both rates
-                       rng=None):           # numpy Generator or seed
+def sequential_ab_test(rate_a,             # true conversion rate of arm A (simulates visitors)
+                       rate_b,             # true conversion rates used to simulate visitors
+                       threshold=0.001,    # stop when an arm's expected loss drops below this
+                       batch_size=200,     # visitors per arm between looks
+                       max_per_arm=20000,  # budget per arm
+                       prior=(1.0, 1.0),   # Beta prior of both rates
+                       rng=None,           # numpy Generator or seed
+                      ):
     "Simulate an A/B test that stops as soon as shipping one arm has expected loss below `threshold`."
     rng = as_rng(rng)
     for nm, r in (("rate_a", rate_a), ("rate_b", rate_b)):

@@ -465,7 +465,9 @@ def fig_rank_priors(seed=0):  # random seed
     return fig
 
 # %% ../nbs/04b_diagnostics.ipynb #961d0313
-def fig_split_rhat(n_draws=1000, seed=0):  # draws per chain, seed
+def fig_split_rhat(n_draws=1000,  # draws per chain
+                   seed=0,        # seed
+                  ):
     "Two failure modes (Fig. 12.21): chains at different locations, and non-stationary chains that only split R-hat detects."
     from bayesnotes.plotting import new_figure, COLORS
     rng = np.random.default_rng(seed)

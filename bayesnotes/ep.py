@@ -957,10 +957,13 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
     h = EPHistory(*(np.array(v) for v in zip(*hist)))
     return GammaEPResult(float(a), float(b), float(h.log_evidence[-1]), h, converged, sa, sb)
 
-def noise_precision_exact(x,           # inputs, shape (n,)
-                          y,           # outputs, shape (n,)
-                          mu:float=1.0, tau:float=4.0, a0:float=2.0, b0:float=2.0, # model constants as above
-                          n_grid:int=20001, # quadrature points in log gamma
+def noise_precision_exact(x,                 # inputs, shape (n,)
+                          y,                 # outputs, shape (n,)
+                          mu:float=1.0,      # prior mean of the slope
+                          tau:float=4.0,     # prior precision of the slope
+                          a0:float=2.0,      # Gamma prior shape of gamma
+                          b0:float=2.0,      # model constants as above
+                          n_grid:int=20001,  # quadrature points in log gamma
                          ) -> tuple:
     "Exact posterior of gamma by quadrature in log gamma: (mean, variance, log evidence, (gamma grid, density))."
     x, y = _check_noise(x, y, mu, tau, a0, b0)

@@ -695,7 +695,9 @@ class DualAveraging:
         self.delta, self.gamma, self.t0, self.kappa, self.mu_factor = target_accept, gamma, t0, kappa, mu_factor
         self.restart(step_size)
 
-    def restart(self, step_size):
+    def restart(self,
+                step_size,  # new starting step size
+               ):
         "Forget the history and shrink towards log(mu_factor * step_size), as Stan does after each metric update."
         eps = np.asarray(step_size, dtype=float)
         self.mu = np.log(self.mu_factor * eps)
@@ -952,7 +954,10 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
 # %% ../nbs/04_mcmc.ipynb #ca533bb3
 MIX_MEANS, MIX_SDS, MIX_WEIGHTS = np.array([-20.0, 20.0]), np.array([10.0, 10.0]), np.array([0.3, 0.7])
 
-def mixture_target(means=MIX_MEANS, sds=MIX_SDS, weights=MIX_WEIGHTS):  # 1-d Gaussian mixture components
+def mixture_target(means=MIX_MEANS,      # component means
+                   sds=MIX_SDS,          # component sds
+                   weights=MIX_WEIGHTS,  # 1-d Gaussian mixture components
+                  ):
     "The chapter's 1-d two-component Gaussian mixture as a batched `Target` (0.3 N(-20, 10^2) + 0.7 N(20, 10^2))."
     means, sds, weights = (np.asarray(a, float) for a in (means, sds, weights))
     check_positive("sds", sds); check_positive("weights", weights)
@@ -965,7 +970,11 @@ def mixture_target(means=MIX_MEANS, sds=MIX_SDS, weights=MIX_WEIGHTS):  # 1-d Ga
     var = np.sum(w * (sds ** 2 + means ** 2)) - mean ** 2
     return Target(logp, 1, grad=None, name="1-d Gaussian mixture", mean=[mean], cov=[[var]], batched=True)
 
-def mixture_pdf(x, means=MIX_MEANS, sds=MIX_SDS, weights=MIX_WEIGHTS):  # points x (any shape)
+def mixture_pdf(x,                    # points (any shape)
+                means=MIX_MEANS,      # component means
+                sds=MIX_SDS,          # component sds
+                weights=MIX_WEIGHTS,  # points x (any shape)
+               ):
     "Density of the 1-d mixture at x."
     x = np.asarray(x, float)[..., None]
     return np.sum(np.asarray(weights) / np.sum(weights) * stats.norm.pdf(x, means, sds), axis=-1)
@@ -984,7 +993,10 @@ def run_rwm_mixture(scales=RWM_SCALES,  # proposal standard deviations tau
     return {tau: sample("rwmh", t, x0, n_warmup=0, n_draws=n_draws, n_chains=n_chains, rng=rng, adapt=False,
                         step_size=tau).draws[..., 0] for tau in scales}
 
-def fig_rwm_mixture(scales=RWM_SCALES, n_draws=1000, seed=0):  # proposal sds, draws, seed
+def fig_rwm_mixture(scales=RWM_SCALES,  # proposal sds
+                    n_draws=1000,       # draws
+                    seed=0,             # seed
+                   ):
     "Traces and histograms of random-walk Metropolis on the two-component mixture for tau = 1, 8, 500 (Fig. 12.1)."
     runs = run_rwm_mixture(scales, n_draws, 1, seed)
     grid = np.linspace(-60, 60, 400)
@@ -1023,7 +1035,9 @@ def rwm_scaling(dim=50,                     # dimension of the standard Gaussian
         acc.append(a / (n_iter * n_chains)); esjd.append(j / (n_iter * n_chains))
     return np.asarray(ells), np.array(acc), np.array(esjd)
 
-def fig_optimal_scaling(dim=50, seed=0):  # dimension, seed
+def fig_optimal_scaling(dim=50,  # dimension
+                        seed=0,  # seed
+                       ):
     "Efficiency (squared jump distance) of RWM against its acceptance rate: the optimum sits near 0.234 (tau = 2.38/sqrt(D))."
     ells, acc, esjd = rwm_scaling(dim, seed=seed)
     fig, axes = new_figure(1, 2, width=9, height=3.4)
@@ -1091,7 +1105,10 @@ def gibbs_gaussian(mean,            # mean of the Gaussian target, shape (d,)
     return draws, np.stack(path, axis=1)
 
 # %% ../nbs/04_mcmc.ipynb #014dcd0e
-def fig_gibbs_zigzag(rho=0.95, n_draws=30, seed=1):  # correlation, sweeps, seed
+def fig_gibbs_zigzag(rho=0.95,    # correlation
+                     n_draws=30,  # sweeps
+                     seed=1,      # seed
+                    ):
     "Gibbs sampling a strongly correlated bivariate Gaussian moves in small axis-parallel steps (Fig. 12.8)."
     cov = np.array([[1.0, rho], [rho, 1.0]])
     _, path = gibbs_gaussian(np.zeros(2), cov, n_draws, rng=seed, x0=np.array([-2.5, -2.0]))
@@ -1106,11 +1123,14 @@ def fig_gibbs_zigzag(rho=0.95, n_draws=30, seed=1):  # correlation, sweeps, seed
     return fig
 
 # %% ../nbs/04_mcmc.ipynb #bb755500
-def gibbs_mixture_1d(n_draws=1000,          # draws per chain
-                     n_chains=4,            # chains (vectorised)
-                     rng=None,              # numpy Generator or int seed
-                     x0=None,               # starting x per chain (default: N(0, 1) draws)
-                     means=MIX_MEANS, sds=MIX_SDS, weights=MIX_WEIGHTS):  # mixture components
+def gibbs_mixture_1d(n_draws=1000,         # draws per chain
+                     n_chains=4,           # chains (vectorised)
+                     rng=None,             # numpy Generator or int seed
+                     x0=None,              # starting x per chain (default: N(0, 1) draws)
+                     means=MIX_MEANS,      # component means
+                     sds=MIX_SDS,          # component sds
+                     weights=MIX_WEIGHTS,  # mixture components
+                    ):
     "Gibbs sampler on (z, x) for the 1-d mixture: z | x by Bayes' rule, x | z ~ N(mu_z, sd_z^2). Returns (x, z), (chain, draw)."
     rng = as_rng(rng)
     n_draws = _positive_int("n_draws", n_draws); n_chains = _positive_int("n_chains", n_chains)
@@ -1127,7 +1147,9 @@ def gibbs_mixture_1d(n_draws=1000,          # draws per chain
     return xs, zs
 
 # %% ../nbs/04_mcmc.ipynb #c08b0b05
-def fig_gibbs_mixture(n_draws=1000, seed=0):  # draws, seed
+def fig_gibbs_mixture(n_draws=1000,  # draws
+                      seed=0,        # seed
+                     ):
     "Gibbs sampling the 1-d mixture through its indicator z: samples coloured by z and the histogram (Fig. 12.7)."
     x, z = gibbs_mixture_1d(n_draws, 1, rng=seed)
     fig, axes = new_figure(1, 2, width=9, height=3.2)
@@ -1219,7 +1241,10 @@ def ising_gibbs(y,               # noisy image, shape (h, w), observations of x 
 from .datasets import ising_test_image   # the same test image as the CAVI example of chapter 1
 
 # %% ../nbs/04_mcmc.ipynb #ca5dbcf0
-def fig_ising(J=1.0, sigma=2.0, seed=0):  # coupling, noise sd, seed
+def fig_ising(J=1.0,      # coupling
+              sigma=2.0,  # noise sd
+              seed=0,     # seed
+             ):
     "Ising-prior denoising with checkerboard Gibbs: a sample after 1 and 5 sweeps and the mean of 15 sweeps (Fig. 12.6)."
     rng = np.random.default_rng(seed)
     x = ising_test_image()
@@ -1346,7 +1371,10 @@ def gibbs_gmm(X,                # data (n, 2)
         logps[:, s] = _gmm_loglik(X, z, pi, mu, sig)
     return logps, zs
 
-def gmm_data(n=300, K=4, rng=0):  # points, components, seed
+def gmm_data(n=300,  # points
+             K=4,    # components
+             rng=0,  # seed
+            ):
     "Synthetic 2-d data from a K-component Gaussian mixture (the Fig. 12.10 setting: K = 4, N = 300)."
     rng = as_rng(rng)
     centres = np.array([[-3.0, -3.0], [3.0, -2.5], [-2.5, 3.0], [2.5, 3.0]])[:K]
@@ -1354,7 +1382,10 @@ def gmm_data(n=300, K=4, rng=0):  # points, components, seed
     return centres[z] + rng.normal(size=(n, 2)) @ np.array([[1.0, 0.3], [0.0, 0.8]])
 
 # %% ../nbs/04_mcmc.ipynb #458922ec
-def fig_gibbs_gmm(n_chains=4, n_sweeps=20, seed=0):  # random initialisations, sweeps, seed
+def fig_gibbs_gmm(n_chains=4,   # random initialisations
+                  n_sweeps=20,  # sweeps
+                  seed=0,       # seed
+                 ):
     "Log p(D | z, theta) per sweep of vanilla vs collapsed Gibbs for a K = 4 mixture of 2-d Gaussians, N = 300 (Fig. 12.10)."
     X = gmm_data(300, 4, rng=seed)
     fig, ax = new_figure(width=6, height=3.6)
@@ -1377,7 +1408,9 @@ def slice_demo_target():
 def _norm_lp(x, m, s):
     return -0.5 * ((x - m) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)
 
-def fig_slice_1d(n_draws=2000, seed=0):  # draws per chain, seed
+def fig_slice_1d(n_draws=2000,  # draws per chain
+                 seed=0,        # seed
+                ):
     "Slice sampling a bimodal 1-d density: histogram of the draws against the density (Fig. 12.11b)."
     t = slice_demo_target()
     res = sample("slice", t, np.zeros(1), n_warmup=200, n_draws=n_draws, n_chains=4, rng=seed)
@@ -1392,7 +1425,11 @@ def fig_slice_1d(n_draws=2000, seed=0):  # draws per chain, seed
 # %% ../nbs/04_mcmc.ipynb #3ba5bb8d
 BIOASSAY = (np.array([-0.86, -0.30, -0.05, 0.73]), np.array([5, 5, 5, 5]), np.array([0, 1, 3, 5]))
 
-def binomial_logistic_target(x=BIOASSAY[0], n=BIOASSAY[1], y=BIOASSAY[2], prior_sd=10.0):
+def binomial_logistic_target(x=BIOASSAY[0],  # doses (log g/ml)
+                             n=BIOASSAY[1],  # animals per dose
+                             y=BIOASSAY[2],  # deaths per dose
+                             prior_sd=10.0,  # prior sd of (b1, b2)
+                            ):
     "Posterior of y_i ~ Bin(n_i, sigmoid(b1 + b2 x_i)) with a vague N(0, prior_sd^2) prior on (b1, b2)."
     x, n, y = (np.asarray(a, float) for a in (x, n, y))
     def logp(b):
@@ -1406,7 +1443,9 @@ def binomial_logistic_target(x=BIOASSAY[0], n=BIOASSAY[1], y=BIOASSAY[2], prior_
         return val, np.column_stack([r.sum(-1), (r * x).sum(-1)]) - B / prior_sd ** 2
     return Target(logp, 2, name="binomial logistic regression (bioassay)", batched=True, vg_batch=vg)
 
-def fig_slice_binomial(n_draws=1000, seed=0):  # draws per chain, seed
+def fig_slice_binomial(n_draws=1000,  # draws per chain
+                       seed=0,        # seed
+                      ):
     "Binomial logistic regression (bioassay data): grid posterior vs slice-sampler draws (Fig. 12.12)."
     t = binomial_logistic_target()
     b1, b2 = np.linspace(-4, 8, 200), np.linspace(-10, 40, 200)
@@ -1424,7 +1463,9 @@ def fig_slice_binomial(n_draws=1000, seed=0):  # draws per chain, seed
     return fig
 
 # %% ../nbs/04_mcmc.ipynb #2fe70203
-def peaks(x, y):  # coordinates (any broadcastable shapes)
+def peaks(x,  # first coordinate (any shape broadcastable with y)
+          y,  # coordinates (any broadcastable shapes)
+         ):
     "MATLAB's peaks surface; the annealing target is proportional to its absolute value."
     return (3 * (1 - x) ** 2 * np.exp(-x ** 2 - (y + 1) ** 2) - 10 * (x / 5 - x ** 3 - y ** 5) * np.exp(-x ** 2 - y ** 2)
             - np.exp(-(x + 1) ** 2 - y ** 2) / 3)
@@ -1463,7 +1504,11 @@ def simulated_annealing(energy,         # energy function E(x) of one point (d,)
     return np.array(path), np.array(temps), best
 
 # %% ../nbs/04_mcmc.ipynb #52a183d2
-def fig_annealing(n_iter=100, cooling=0.9, scale=10.0, seed=1):  # iterations, gamma, proposal sd, seed
+def fig_annealing(n_iter=100,   # iterations
+                  cooling=0.9,  # gamma
+                  scale=10.0,   # proposal sd
+                  seed=1,       # seed
+                 ):
     "Simulated annealing on the peaks function: tempered densities, temperature schedule and visited points (Figs. 12.2-12.4)."
     energy = lambda v: -np.log(np.abs(peaks(v[0], v[1])) + 1e-300)
     rng = np.random.default_rng(seed)
@@ -1484,7 +1529,9 @@ def fig_annealing(n_iter=100, cooling=0.9, scale=10.0, seed=1):  # iterations, g
     return fig
 
 # %% ../nbs/04_mcmc.ipynb #7d542b66
-def fig_leapfrog(step_size=0.3, n_steps=40):  # step size, number of steps
+def fig_leapfrog(step_size=0.3,  # step size
+                 n_steps=40,     # number of steps
+                ):
     "Euler vs leapfrog on a 1-d standard Gaussian: phase-space paths and energy error (the leapfrog error stays bounded)."
     t = Target(lambda x: -0.5 * anp.sum(x ** 2, axis=-1), 1, batched=True)
     x, p = np.array([1.0]), np.array([0.0])
@@ -1539,7 +1586,9 @@ def fig_hmc_trajectories():
     return hmc_trajectory_plot()
 
 # %% ../nbs/04_mcmc.ipynb #96358eb8
-def fig_warmup(n_warmup=500, seed=0):  # warm-up iterations, seed
+def fig_warmup(n_warmup=500,  # warm-up iterations
+               seed=0,        # seed
+              ):
     "Step size of four NUTS chains during Stan-style warm-up on a Gaussian with scales 1 and 10; slow windows shaded."
     t = correlated_gaussian(0.0, scales=(1.0, 10.0))
     res = sample("nuts", t, None, n_warmup, 100, 4, rng=seed)
@@ -1553,13 +1602,19 @@ def fig_warmup(n_warmup=500, seed=0):  # warm-up iterations, seed
     return fig
 
 # %% ../nbs/04_mcmc.ipynb #b3afd26b
-def funnel_noncentred(dim=10, scale=3.0):  # dimension (v plus dim-1 x's), sd of v
+def funnel_noncentred(dim=10,     # dimension (v plus dim-1 x's)
+                      scale=3.0,  # sd of v
+                     ):
     "Non-centred funnel: v ~ N(0, scale^2), z ~ N(0, I); x = z * exp(v/2) is recovered afterwards."
     def logp(u):
         return -0.5 * (u[..., 0] / scale) ** 2 - 0.5 * anp.sum(u[..., 1:] ** 2, axis=-1)
     return Target(logp, dim, name="non-centred funnel", batched=True)
 
-def run_funnel(dim=2, n_warmup=120, n_draws=250, seed=0):  # dimension, warm-up, draws, seed
+def run_funnel(dim=2,         # dimension
+               n_warmup=120,  # warm-up
+               n_draws=250,   # draws
+               seed=0,        # seed
+              ):
     "NUTS on the centred and the non-centred funnel; returns {name: (v draws, x1 draws, divergent flags)}."
     out = {}
     res = sample("nuts", funnel(dim), None, n_warmup, n_draws, 4, rng=seed)
@@ -1569,7 +1624,9 @@ def run_funnel(dim=2, n_warmup=120, n_draws=250, seed=0):  # dimension, warm-up,
     out["non-centred"] = (v, res.draws[..., 1] * np.exp(v / 2), res.stats.divergent)
     return out
 
-def fig_funnel(dim=2, seed=0):  # dimension, seed
+def fig_funnel(dim=2,   # dimension
+               seed=0,  # seed
+              ):
     "Neal's funnel: NUTS draws from the centred parameterisation (divergences in red) vs the non-centred one (Fig. 12.23)."
     runs = run_funnel(dim, seed=seed)
     fig, axes = new_figure(1, 3, width=11, height=3.4)
@@ -1587,7 +1644,11 @@ def fig_funnel(dim=2, seed=0):  # dimension, seed
     return fig
 
 # %% ../nbs/04_mcmc.ipynb #5823971e
-def iris_logistic(n_pos=50, n_neg=50, prior_sd=10.0, seed=0):  # class sizes, prior sd, seed for the subsample
+def iris_logistic(n_pos=50,       # virginica flowers kept
+                  n_neg=50,       # other flowers kept
+                  prior_sd=10.0,  # prior sd of (b, w1, w2)
+                  seed=0,         # class sizes, prior sd, seed for the subsample
+                 ):
     "Virginica vs rest on sepal length and width, centred features: (Target over (b, w1, w2), X raw, y, centre)."
     X, y = load_iris_2d(pair=None, features=(0, 1))
     rng = np.random.default_rng(seed)

@@ -31,19 +31,32 @@ class FeynmanKac:
     T: Optional[int] = None                 # number of steps t = 0..T-1 (`done` may decide instead)
     mutate_only_after_resampling = False    # True for IBIS-like models: move particles only after resampling
 
-    def M0(self, rng, N:int):
+    def M0(self,
+           rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+           N:int,  # number of particles
+          ):
         "Draw N particles from the initial distribution M_0 (array with first axis N)."
         raise NotImplementedError(f"{type(self).__name__} must define M0(rng, N)")
 
-    def M(self, rng, t:int, xp):
+    def M(self,
+          rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+          t:int,  # time index
+          xp,     # particles at time t-1, shape (N, ...)
+         ):
         "Move the ancestors `xp` (first axis N) through the kernel M_t."
         raise NotImplementedError(f"{type(self).__name__} must define M(rng, t, xp)")
 
-    def logG(self, t:int, xp, x):
+    def logG(self,
+             t:int,  # time index
+             xp,     # particles at time t-1, shape (N, ...)
+             x,      # particles at time t, shape (N, ...)
+            ):
         "Log potential log G_t(x_{t-1}, x_t) of each particle, shape (N,); `xp` is None at t = 0."
         raise NotImplementedError(f"{type(self).__name__} must define logG(t, xp, x)")
 
-    def done(self, t:int) -> bool:
+    def done(self,
+             t:int,  # time index
+            ) -> bool:
         "True when the model has no step `t` (default: t >= T)."
         if self.T is None:
             raise NotImplementedError(f"{type(self).__name__} has T = None and must define done(t)")
@@ -94,16 +107,31 @@ class StateSpaceModel:
     dim_x: int = 1  # dimension of the hidden state
     dim_y: int = 1  # dimension of an observation
 
-    def sample_initial(self, rng, N:int) -> np.ndarray:
+    def sample_initial(self,
+                       rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                       N:int,  # number of particles
+                      ) -> np.ndarray:
         "N draws of x_0, shape (N, dim_x)."
         raise NotImplementedError
-    def sample_transition(self, rng, t:int, xp) -> np.ndarray:
+    def sample_transition(self,
+                          rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                          t:int,  # time index
+                          xp,     # particles at time t-1, shape (N, ...)
+                         ) -> np.ndarray:
         "One draw of x_t | x_{t-1} = xp for every row of xp (N, dim_x)."
         raise NotImplementedError
-    def log_obs(self, t:int, x, yt) -> np.ndarray:
+    def log_obs(self,
+                t:int,  # time index
+                x,      # particles at time t, shape (N, ...)
+                yt,     # observation at time t
+               ) -> np.ndarray:
         "log p(y_t | x_t) for every row of x (N, dim_x), shape (N,)."
         raise NotImplementedError
-    def sample_obs(self, rng, t:int, x) -> np.ndarray:
+    def sample_obs(self,
+                   rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                   t:int,  # time index
+                   x,      # particles at time t, shape (N, ...)
+                  ) -> np.ndarray:
         "One draw of y_t | x_t for every row of x, shape (N, dim_y)."
         raise NotImplementedError
 
@@ -119,7 +147,9 @@ class StateSpaceModel:
             xs[t], ys[t] = x[0], self.sample_obs(rng, t, x)[0]
         return xs, ys
 
-    def check_y(self, y) -> np.ndarray:
+    def check_y(self,
+                y,     # observations y_0, ..., y_{T-1}
+               ) -> np.ndarray:
         "Observations as a float array (T, dim_y); (T,) is accepted when dim_y = 1."
         y = np.asarray(y, dtype=float)
         if y.ndim == 1 and self.dim_y == 1: y = y[:, None]
@@ -168,20 +198,37 @@ class LinearGaussianSSM(StateSpaceModel):
 
     def __repr__(self): return f"LinearGaussianSSM(dim_x={self.dim_x}, dim_y={self.dim_y})"
 
-    def sample_initial(self, rng, N):
+    def sample_initial(self,
+                       rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                       N,     # number of particles
+                      ):
         return self.m0 + rng.standard_normal((N, self.dim_x)) @ self._LP0.T
-    def sample_transition(self, rng, t, xp):
+    def sample_transition(self,
+                          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                          t,     # time index
+                          xp,    # particles at time t-1, shape (N, ...)
+                         ):
         if self.dim_x == 1:  # scalar fast path
             return xp * self.A[0, 0] + self._LQ[0, 0] * rng.standard_normal(xp.shape)
         return xp @ self.A.T + rng.standard_normal(xp.shape) @ self._LQ.T
-    def log_obs(self, t, x, yt):
+    def log_obs(self,
+                t,     # time index
+                x,     # particles at time t, shape (N, ...)
+                yt,    # observation at time t
+               ):
         if self.dim_x == 1 and self.dim_y == 1:
             return _gauss_logpdf(yt - x * self.C[0, 0], self._fR)
         return _gauss_logpdf(yt - x @ self.C.T, self._fR)
-    def sample_obs(self, rng, t, x):
+    def sample_obs(self,
+                   rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                   t,     # time index
+                   x,     # particles at time t, shape (N, ...)
+                  ):
         return x @ self.C.T + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
 
-    def kalman_filter(self, y) -> KalmanResult:
+    def kalman_filter(self,
+                      y,     # observations y_0, ..., y_{T-1}
+                     ) -> KalmanResult:
         "Exact filtering means, covariances and log-likelihood of observations `y` (T, dim_y)."
         y = self.check_y(y)
         T, dx = len(y), self.dim_x
@@ -221,14 +268,25 @@ class LinearGaussianSSM(StateSpaceModel):
     def _prior_mean(self, t, xp, N):
         return np.broadcast_to(self.m0, (N, self.dim_x)) if t == 0 else xp @ self.A.T
 
-    def sample_optimal(self, rng, t, xp, yt, N):
+    def sample_optimal(self,
+                       rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                       t,     # time index
+                       xp,    # particles at time t-1, shape (N, ...)
+                       yt,    # observation at time t
+                       N,     # number of particles
+                      ):
         "Draw x_t from p(x_t | x_{t-1} = xp, y_t) (at t = 0 from p(x_0 | y_0))."
         K, Lsig, _ = self._optimal(t)
         mu = self._prior_mean(t, xp, N)
         mu = mu + (yt - mu @ self.C.T) @ K.T
         return mu + rng.standard_normal((N, self.dim_x)) @ Lsig.T
 
-    def log_predictive(self, t, xp, yt, N):
+    def log_predictive(self,
+                       t,     # time index
+                       xp,    # particles at time t-1, shape (N, ...)
+                       yt,    # observation at time t
+                       N,     # number of particles
+                      ):
         "log p(y_t | x_{t-1} = xp) for every particle (at t = 0, log p(y_0))."
         _, _, fS = self._optimal(t)
         return _gauss_logpdf(yt - self._prior_mean(t, xp, N) @ self.C.T, fS)
@@ -449,24 +507,58 @@ def trajectories(result): # an `SMCResult` run with store_history=True
 # %% ../nbs/05_smc.ipynb #3034b4f0
 class BootstrapFK(FeynmanKac):
     "Bootstrap Feynman-Kac model of an SSM: M_t = dynamics, G_t = p(y_t | x_t)."
-    def __init__(self, ssm, y):
+    def __init__(self,
+                 ssm,   # the state-space model
+                 y,     # observations y_0, ..., y_{T-1}
+                ):
         self.ssm, self.y = ssm, ssm.check_y(y)
         self.T = len(self.y)
-    def M0(self, rng, N): return self.ssm.sample_initial(rng, N)
-    def M(self, rng, t, xp): return self.ssm.sample_transition(rng, t, xp)
-    def logG(self, t, xp, x): return self.ssm.log_obs(t, x, self.y[t])
+    def M0(self,
+           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+           N,     # number of particles
+          ):
+        return self.ssm.sample_initial(rng, N)
+    def M(self,
+          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+          t,     # time index
+          xp,    # particles at time t-1, shape (N, ...)
+         ):
+        return self.ssm.sample_transition(rng, t, xp)
+    def logG(self,
+             t,     # time index
+             xp,    # particles at time t-1, shape (N, ...)
+             x,     # particles at time t, shape (N, ...)
+            ):
+        return self.ssm.log_obs(t, x, self.y[t])
 
 class GuidedFK(FeynmanKac):
     "Guided Feynman-Kac model with the locally optimal proposal: M_t = p(x_t | x_{t-1}, y_t), G_t = p(y_t | x_{t-1})."
-    def __init__(self, ssm, y):
+    def __init__(self,
+                 ssm,   # the state-space model
+                 y,     # observations y_0, ..., y_{T-1}
+                ):
         for meth in ("sample_optimal", "log_predictive"):
             if not callable(getattr(ssm, meth, None)):
                 raise ValueError(f"ssm must provide {meth} for the locally optimal proposal (e.g. a LinearGaussianSSM)")
         self.ssm, self.y = ssm, ssm.check_y(y)
         self.T = len(self.y)
-    def M0(self, rng, N): return self.ssm.sample_optimal(rng, 0, None, self.y[0], N)
-    def M(self, rng, t, xp): return self.ssm.sample_optimal(rng, t, xp, self.y[t], len(xp))
-    def logG(self, t, xp, x): return self.ssm.log_predictive(t, xp, self.y[t], len(x))
+    def M0(self,
+           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+           N,     # number of particles
+          ):
+        return self.ssm.sample_optimal(rng, 0, None, self.y[0], N)
+    def M(self,
+          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+          t,     # time index
+          xp,    # particles at time t-1, shape (N, ...)
+         ):
+        return self.ssm.sample_optimal(rng, t, xp, self.y[t], len(xp))
+    def logG(self,
+             t,     # time index
+             xp,    # particles at time t-1, shape (N, ...)
+             x,     # particles at time t, shape (N, ...)
+            ):
+        return self.ssm.log_predictive(t, xp, self.y[t], len(x))
 
 def bootstrap_model(ssm, # a `StateSpaceModel`
                     y):  # observations (T, dim_y)
@@ -629,10 +721,29 @@ class NonlinearGaussianSSM(StateSpaceModel):
         self._LP0 = _psd_factor("P0", Q if P0 is None else P0, dx)
         self._fR = _gauss_factor("R", Rm, self.dim_y)
         self._LR = self._fR[0]
-    def sample_initial(self, rng, N): return self.m0 + rng.standard_normal((N, self.dim_x)) @ self._LP0.T
-    def sample_transition(self, rng, t, xp): return self.f(xp) + rng.standard_normal(xp.shape) @ self._LQ.T
-    def log_obs(self, t, x, yt): return _gauss_logpdf(yt - self.h(x), self._fR)
-    def sample_obs(self, rng, t, x): return self.h(x) + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
+    def sample_initial(self,
+                       rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                       N,     # number of particles
+                      ):
+        return self.m0 + rng.standard_normal((N, self.dim_x)) @ self._LP0.T
+    def sample_transition(self,
+                          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                          t,     # time index
+                          xp,    # particles at time t-1, shape (N, ...)
+                         ):
+        return self.f(xp) + rng.standard_normal(xp.shape) @ self._LQ.T
+    def log_obs(self,
+                t,     # time index
+                x,     # particles at time t, shape (N, ...)
+                yt,    # observation at time t
+               ):
+        return _gauss_logpdf(yt - self.h(x), self._fR)
+    def sample_obs(self,
+                   rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                   t,     # time index
+                   x,     # particles at time t, shape (N, ...)
+                  ):
+        return self.h(x) + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
 
 def tracker_ssm(delta:float=0.3, # step size of the discretised dynamics
                 q:float=0.01,    # transition noise variance
@@ -716,24 +827,45 @@ def _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale):
 
 class TemperingFK(FeynmanKac):
     "Adaptive likelihood tempering, gamma_l = prior * lik^l for l from 0 to 1, with random-walk Metropolis moves."
-    def __init__(self, log_prior, log_lik, prior_sample, ess_target=0.5, n_mcmc=5, scale=None):
+    def __init__(self,
+                 log_prior,       # log prior density of a batch of particles (N, d) -> (N,)
+                 log_lik,         # log likelihood of a batch of particles (N, d) -> (N,)
+                 prior_sample,    # draws from the prior: (rng, N) -> (N, d)
+                 ess_target=0.5,  # ESS fraction kept by each tempering step
+                 n_mcmc=5,        # random-walk Metropolis steps per move
+                 scale=None,      # proposal scale relative to the particles' standard deviations
+                ):
         _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         if not (np.isscalar(ess_target) and 0 < ess_target < 1):
             raise ValueError(f"ess_target must be in (0, 1), got {ess_target!r}")
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.ess_target, self.n_mcmc, self.scale = ess_target, n_mcmc, scale
         self.lambdas, self.acceptance = [0.0], []
-    def M0(self, rng, N):
+    def M0(self,
+           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+           N,     # number of particles
+          ):
         self.lambdas, self.acceptance = [0.0], []
         return _prior_particles(self.prior_sample, rng, N)
-    def done(self, t): return t > 0 and self.lambdas[-1] >= 1.0
-    def logG(self, t, xp, x):
+    def done(self,
+             t,     # time index
+            ):
+        return t > 0 and self.lambdas[-1] >= 1.0
+    def logG(self,
+             t,     # time index
+             xp,    # particles at time t-1, shape (N, ...)
+             x,     # particles at time t, shape (N, ...)
+            ):
         ll = _check_logpdf(self.log_lik(x), len(x), "log_lik")
         lam = self.lambdas[-1]
         delta = _next_delta(ll, 1.0 - lam, self.ess_target * len(x))
         self.lambdas.append(1.0 if lam + delta >= 1.0 - 1e-12 else lam + delta)
         return delta * ll
-    def M(self, rng, t, xp):
+    def M(self,
+          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+          t,     # time index
+          xp,    # particles at time t-1, shape (N, ...)
+         ):
         lam = self.lambdas[-1]
         def logpi(th): return _check_logpdf(self.log_prior(th), len(th), "log_prior") + lam * self.log_lik(th)
         x, acc = _rw_moves(rng, xp, logpi, self.n_mcmc, self.scale, "log_lik")
@@ -839,7 +971,14 @@ def fig_mcmc_vs_smc(n_chains:int=4,  # chains per MCMC sampler (and SMC runs)
 class IBISFK(FeynmanKac):
     "IBIS: targets prior * p(y_{0:t} | theta), moved by random-walk Metropolis only after resampling."
     mutate_only_after_resampling = True
-    def __init__(self, log_prior, log_lik, prior_sample, data, n_mcmc=5, scale=None):
+    def __init__(self,
+                 log_prior,     # log prior density of a batch of particles (N, d) -> (N,)
+                 log_lik,       # log likelihood of a batch of particles (N, d) -> (N,)
+                 prior_sample,  # draws from the prior: (rng, N) -> (N, d)
+                 data,          # observations, added one at a time
+                 n_mcmc=5,      # random-walk Metropolis steps per move
+                 scale=None,    # proposal scale relative to the particles' standard deviations
+                ):
         _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         self.data = np.asarray(data, dtype=float)
         if self.data.ndim == 0 or len(self.data) == 0:
@@ -847,11 +986,23 @@ class IBISFK(FeynmanKac):
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.n_mcmc, self.scale, self.T = n_mcmc, scale, len(self.data)
         self.move_steps, self.acceptance = [], []
-    def M0(self, rng, N):
+    def M0(self,
+           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+           N,     # number of particles
+          ):
         self.move_steps, self.acceptance = [], []
         return _prior_particles(self.prior_sample, rng, N)
-    def logG(self, t, xp, x): return _check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
-    def M(self, rng, t, xp):
+    def logG(self,
+             t,     # time index
+             xp,    # particles at time t-1, shape (N, ...)
+             x,     # particles at time t, shape (N, ...)
+            ):
+        return _check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
+    def M(self,
+          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+          t,     # time index
+          xp,    # particles at time t-1, shape (N, ...)
+         ):
         past = self.data[:t]
         def logpi(th): return _check_logpdf(self.log_prior(th), len(th), "log_prior") + self.log_lik(th, past)
         x, acc = _rw_moves(rng, xp, logpi, self.n_mcmc, self.scale, "log_lik")

@@ -51,7 +51,11 @@ def digits_data(seed:int=0,              # seed of the random split
     te, tr = perm[:n_test], perm[n_test:]
     return DigitsSplit(Xb[tr], Xb[te], labels[tr], labels[te])
 
-def show_images(axes, images, side:int=8, cmap="gray_r"): # axes (any shape), images (n, side*side)
+def show_images(axes,           # matplotlib axes (any shape)
+                images,         # flattened images (n, side*side)
+                side:int=8,     # image side in pixels
+                cmap='gray_r',  # axes (any shape), images (n, side*side)
+               ):
     "Draw flattened square images into a grid of axes, hiding ticks."
     for ax, img in zip(np.ravel(axes), images):
         ax.imshow(np.reshape(img, (side, side)), cmap=cmap, vmin=0, vmax=1)
@@ -70,7 +74,10 @@ def kl_std_normal(mu,        # means (..., d)
     "KL(N(mu, diag sigma^2) || N(0, I)) summed over the last axis."
     return anp.sum(0.5 * (mu ** 2 + anp.exp(2 * log_sigma) - 1.) - log_sigma, axis=-1)
 
-def log_normal_diag(z, mu, log_sigma): # points, means, log sds (..., d), broadcasting
+def log_normal_diag(z,          # points (..., d)
+                    mu,         # means (..., d), broadcasting
+                    log_sigma,  # points, means, log sds (..., d), broadcasting
+                   ):
     "log N(z | mu, diag sigma^2) summed over the last axis."
     return anp.sum(-0.5 * np.log(2 * np.pi) - log_sigma - 0.5 * ((z - mu) / anp.exp(log_sigma)) ** 2, axis=-1)
 
@@ -219,12 +226,20 @@ class VAE:
                            - log_normal_diag(z, mu, ls))
         return np.concatenate(out, axis=0)
 
-    def iwae_per_image(self, X, K:int=50, rng=None): # images (n, D); importance samples; Generator or seed
+    def iwae_per_image(self,
+                       X,         # images (n, 64) in [0, 1]
+                       K:int=50,  # importance samples per image
+                       rng=None,  # images (n, D); importance samples; Generator or seed
+                      ):
         "Importance-weighted bound log (1/K) sum_k w_k for every image, shape (n,)."
         lw = self.log_weights(X, K, rng)
         return special.logsumexp(lw, axis=0) - np.log(lw.shape[0])
 
-    def iwae(self, X, K:int=50, rng=None): # images (n, D); importance samples; Generator or seed
+    def iwae(self,
+             X,         # images (n, 64) in [0, 1]
+             K:int=50,  # importance samples per image
+             rng=None,  # images (n, D); importance samples; Generator or seed
+            ):
         "Average importance-weighted bound (nats per image); K = 1 is an ELBO estimate, K -> inf gives log p(x)."
         return float(np.mean(self.iwae_per_image(X, K, rng)))
 
@@ -255,7 +270,11 @@ class VAE:
         "Decode the encoder mean: pixel probabilities of the reconstructions, shape (n, D)."
         return self.decode(self.encode(X)[0])
 
-    def rate_distortion(self, X, n_samples:int=1, rng=None): # images; draws of z per image; Generator or seed
+    def rate_distortion(self,
+                        X,                # images (n, 64) in [0, 1]
+                        n_samples:int=1,  # Monte Carlo draws of z per image
+                        rng=None,         # images; draws of z per image; Generator or seed
+                       ):
         "Rate E KL(q(z|x) || p(z)) and distortion -E_q log p(x|z), nats per image (ELBO = -(rate + distortion))."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         with blas_threads():
@@ -267,7 +286,10 @@ class VAE:
         mu, sig = self.encode(X)
         return np.mean(0.5 * (mu ** 2 + sig ** 2 - 1.) - np.log(sig), axis=0)
 
-    def active_units(self, X, threshold:float=0.01): # images; variance threshold
+    def active_units(self,
+                     X,                     # images (n, 64) in [0, 1]
+                     threshold:float=0.01,  # images; variance threshold
+                    ):
         "Number of latent coordinates whose encoder mean varies across images (variance above threshold)."
         return int(np.sum(np.var(self.encode(X)[0], axis=0) > threshold))
 
@@ -281,11 +303,12 @@ def _trained_vae(latent_dim, beta, warmup_epochs, epochs, seed):
                                        lr=VAE_TRAIN["lr"], rng=seed, beta=beta, warmup_epochs=warmup_epochs,
                                        X_val=data.X_test)
 
-def trained_vae(latent_dim:int=2,       # dimension of z
-                beta:float=1.,          # KL weight (0: autoencoder)
-                warmup_epochs:int=0,    # KL annealing epochs
-                epochs:int=None,        # default VAE_TRAIN["epochs"]
-                seed:int=0) -> VAE:     # initialisation and training seed (the split is `digits_data()`)
+def trained_vae(latent_dim:int=2,     # dimension of z
+                beta:float=1.0,       # KL weight (0: autoencoder)
+                warmup_epochs:int=0,  # KL annealing epochs
+                epochs:int=None,      # default VAE_TRAIN["epochs"]
+                seed:int=0,           # initialisation and training seed (the split is `digits_data()`)
+               ) -> VAE:
     """A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings. The training is cached;
     each call returns a copy of the cached model, so training it further or changing it leaves the cache (and
     every figure of the chapter) as it was."""
@@ -293,7 +316,9 @@ def trained_vae(latent_dim:int=2,       # dimension of z
     return copy.deepcopy(_trained_vae(int(latent_dim), float(beta), int(warmup_epochs),
                                       int(epochs or VAE_TRAIN["epochs"]), int(seed)))
 
-def fig_learning_curve(latent_dim:int=2, seed:int=0): # latent dimension; seed of `trained_vae`
+def fig_learning_curve(latent_dim:int=2,  # latent dimension
+                       seed:int=0,        # seed of `trained_vae`
+                      ):
     "Training and test ELBO per epoch of the cached VAE."
     h = trained_vae(latent_dim, seed=seed).history
     fig, ax = new_figure(width=6, height=3.5)
@@ -304,7 +329,10 @@ def fig_learning_curve(latent_dim:int=2, seed:int=0): # latent dimension; seed o
     return fig
 
 # %% ../nbs/08_vae.ipynb #317493e1
-def fig_reconstructions(latent_dims=(2, 8), n:int=10, seed:int=0): # models shown; images; seed
+def fig_reconstructions(latent_dims=(2, 8),  # models shown
+                        n:int=10,            # images
+                        seed:int=0,          # seed
+                       ):
     "Test images (top) and their reconstructions by VAEs with different latent dimensions."
     data = digits_data()
     X = data.X_test[:n]
@@ -315,7 +343,10 @@ def fig_reconstructions(latent_dims=(2, 8), n:int=10, seed:int=0): # models show
         axes[r, 0].set_ylabel(f"d = {d}", rotation=0, ha="right")
     return fig
 
-def fig_samples(latent_dims=(2, 8), n:int=30, seed:int=0): # models shown; samples per model; seed
+def fig_samples(latent_dims=(2, 8),  # models shown
+                n:int=30,            # samples per model
+                seed:int=0,          # seed
+               ):
     "Images decoded from prior draws z ~ N(0, I) for VAEs with different latent dimensions."
     fig, axes = new_figure(len(latent_dims) * 3, n // 3, width=n // 3 * 0.8, height=0.8 * 3 * len(latent_dims))
     for r, d in enumerate(latent_dims):
@@ -324,7 +355,9 @@ def fig_samples(latent_dims=(2, 8), n:int=30, seed:int=0): # models shown; sampl
     return fig
 
 # %% ../nbs/08_vae.ipynb #6c1f545a
-def fig_latent_space(n_grid:int=12, seed:int=0): # grid side of the manifold; seed of `trained_vae`
+def fig_latent_space(n_grid:int=12,  # grid side of the manifold
+                     seed:int=0,     # seed of `trained_vae`
+                    ):
     "Encoder means of the test images coloured by digit (left) and the decoded manifold on a quantile grid (right)."
     from scipy.stats import norm
     vae, data = trained_vae(2, seed=seed), digits_data()
@@ -352,7 +385,10 @@ def fig_latent_space(n_grid:int=12, seed:int=0): # grid side of the manifold; se
 # %% ../nbs/08_vae.ipynb #c70703e8
 LATENT_DIMS = (2, 4, 8, 16)
 
-def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS, K:int=200, seed:int=0): # dims; IWAE samples; seed
+def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS,  # dims
+                           K:int=200,                # IWAE samples
+                           seed:int=0,               # seed
+                          ):
     "Test ELBO during training for several latent dimensions, and final test ELBO / IWAE bound vs dimension."
     data = digits_data()
     fig, (a1, a2) = new_figure(1, 2, width=11, height=3.8)
@@ -373,13 +409,20 @@ def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS, K:int=200, seed:int=0): # di
 # %% ../nbs/08_vae.ipynb #13c8ac1b
 IWAE_KS = (1, 2, 5, 10, 50, 200, 1000)
 
-def iwae_curve(vae, X, Ks=IWAE_KS, rng=None): # trained VAE; images; numbers of samples; Generator or seed
+def iwae_curve(vae,         # trained VAE
+               X,           # images
+               Ks=IWAE_KS,  # numbers of samples
+               rng=None,    # Generator or seed
+              ):
     "Average IWAE bound and its standard error over images for each K: arrays (len(Ks),), (len(Ks),)."
     rng = as_rng(rng)
     per = np.array([vae.iwae_per_image(X, K, rng) for K in Ks])
     return per.mean(1), per.std(1, ddof=1) / np.sqrt(per.shape[1])
 
-def fig_iwae_vs_k(latent_dims=(2, 8), Ks=IWAE_KS, seed:int=0): # models; numbers of samples; seed
+def fig_iwae_vs_k(latent_dims=(2, 8),  # models
+                  Ks=IWAE_KS,          # numbers of samples
+                  seed:int=0,          # seed
+                 ):
     "Test IWAE bound against the number of importance samples K (K = 1 is the ELBO)."
     data = digits_data()
     fig, ax = new_figure(width=6, height=3.8)
@@ -392,7 +435,10 @@ def fig_iwae_vs_k(latent_dims=(2, 8), Ks=IWAE_KS, seed:int=0): # models; numbers
 # %% ../nbs/08_vae.ipynb #85f6dbd9
 BETAS = (0.25, 0.5, 1., 2., 4.)
 
-def fig_rate_distortion(betas=BETAS, latent_dim:int=8, seed:int=0): # KL weights; latent dimension; seed
+def fig_rate_distortion(betas=BETAS,       # KL weights
+                        latent_dim:int=8,  # latent dimension
+                        seed:int=0,        # seed
+                       ):
     "Test rate (KL) and distortion (-reconstruction) of beta-VAEs, with lines of constant ELBO."
     data = digits_data()
     fig, ax = new_figure(width=6, height=4.2)
@@ -407,7 +453,10 @@ def fig_rate_distortion(betas=BETAS, latent_dim:int=8, seed:int=0): # KL weights
     return fig
 
 # %% ../nbs/08_vae.ipynb #c2ada93a
-def fig_posterior_collapse(latent_dim:int=16, warmup:int=30, seed:int=0): # latent dimension; warm-up epochs; seed
+def fig_posterior_collapse(latent_dim:int=16,  # latent dimension
+                           warmup:int=30,      # warm-up epochs
+                           seed:int=0,         # seed
+                          ):
     "Per-coordinate KL (sorted) for a plain, a KL-annealed and a beta = 4 VAE, with their active units."
     data = digits_data()
     models = {"beta = 1": trained_vae(latent_dim, seed=seed),
@@ -423,7 +472,10 @@ def fig_posterior_collapse(latent_dim:int=16, warmup:int=30, seed:int=0): # late
     ax.legend(fontsize=8); return fig
 
 # %% ../nbs/08_vae.ipynb #54845d5d
-def fig_ae_vs_vae(latent_dim:int=2, n:int=10, seed:int=0): # latent dimension; images per row; seed
+def fig_ae_vs_vae(latent_dim:int=2,  # latent dimension
+                  n:int=10,          # images per row
+                  seed:int=0,        # seed
+                 ):
     "Reconstructions and decoded prior samples of an autoencoder (beta = 0) and a VAE, plus both code clouds."
     data = digits_data()
     ae, vae = trained_vae(latent_dim, beta=0., seed=seed), trained_vae(latent_dim, seed=seed)
@@ -446,7 +498,10 @@ def fig_ae_vs_vae(latent_dim:int=2, n:int=10, seed:int=0): # latent dimension; i
     return fig
 
 # %% ../nbs/08_vae.ipynb #43fbd16c
-def decode_latent(z1:float=0., z2:float=0., seed:int=0): # latent coordinates; seed of `trained_vae`
+def decode_latent(z1:float=0.0,  # first latent coordinate
+                  z2:float=0.0,  # second latent coordinate
+                  seed:int=0,    # latent coordinates; seed of `trained_vae`
+                 ):
     "Decoded image of z = (z1, z2) under the 2-d VAE, next to the test codes with z marked."
     vae, data = trained_vae(2, seed=seed), digits_data()
     mu = vae.encode(data.X_test)[0]

@@ -117,7 +117,10 @@ class MeanFieldGaussian:
         v = np.broadcast_to(v, mean.shape) if v.ndim == 0 else check_shape("cov", v, mean.shape)
         return cls(mean.size, np.concatenate([mean, 0.5 * np.log(v)]))
 
-    def with_params(self, params): return type(self)(self.dim, params)
+    def with_params(self,
+                    params,  # unconstrained variational parameters (flat array)
+                   ):
+        return type(self)(self.dim, params)
     @property
     def mean(self): return self.params[:self.dim]
     @property
@@ -127,30 +130,45 @@ class MeanFieldGaussian:
     @property
     def cov(self): return np.diag(np.exp(2 * np.asarray(self.log_scale, float)))
 
-    def transform(self, eps): return self.mean + eps * self.scale
-    def sample(self, rng, n:int=1):
+    def transform(self,
+                  eps,   # standard-normal draws, shape (n, dim)
+                 ):
+        return self.mean + eps * self.scale
+    def sample(self,
+               rng,      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               n:int=1,  # number of draws
+              ):
         "n reparameterised draws m + s * eps, shape (n, d)."
         eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
         return self.transform(eps)
 
-    def log_prob(self, z):
+    def log_prob(self,
+                 z,     # points, shape (n, dim)
+                ):
         "Log density at z of shape (..., d)."
         u = (_check_points(z, self.dim) - self.mean) / self.scale
         return -0.5 * anp.sum(u**2, axis=-1) - anp.sum(self.log_scale) - 0.5 * self.dim * np.log(2 * np.pi)
 
     def entropy(self): return 0.5 * self.dim * (1 + np.log(2 * np.pi)) + anp.sum(self.log_scale)
 
-    def score(self, z):
+    def score(self,
+              z,     # points, shape (n, dim)
+             ):
         "Per-draw score rows d log q(z_s) / d params, shape (n, 2d), for z of shape (n, d)."
         z = np.atleast_2d(_check_points(z, self.dim))
         u = (z - self.mean) / self.scale
         return np.concatenate([u / self.scale, u**2 - 1], axis=1)
 
-    def path_grad(self, eps, grad_z):
+    def path_grad(self,
+                  eps,     # standard-normal draws, shape (n, dim)
+                  grad_z,  # gradients of the log joint at the transformed draws, shape (n, dim)
+                 ):
         "Per-draw gradients d f(T(eps_s)) / d params from grad_z = grad f at T(eps_s), shape (n, 2d)."
         return np.concatenate([grad_z, grad_z * eps * self.scale], axis=1)
 
-    def z_grad(self, eps):
+    def z_grad(self,
+               eps,   # standard-normal draws, shape (n, dim)
+              ):
         "Gradient of log q with respect to z at z = T(eps), parameters held fixed: -eps / s, shape (n, d)."
         return -np.asarray(eps, float) / np.asarray(self.scale, float)
 
@@ -194,7 +212,10 @@ class FullRankGaussian:
         r, c = np.tril_indices(d, -1)
         return cls(d, np.concatenate([mean, np.log(np.diag(L)), L[r, c]]))
 
-    def with_params(self, params): return type(self)(self.dim, params)
+    def with_params(self,
+                    params,  # unconstrained variational parameters (flat array)
+                   ):
+        return type(self)(self.dim, params)
     @property
     def mean(self): return self.params[:self.dim]
     @property
@@ -209,13 +230,21 @@ class FullRankGaussian:
         L = np.asarray(self.chol, float)
         return L @ L.T
 
-    def transform(self, eps): return self.mean + anp.dot(eps, anp.transpose(self.chol))
-    def sample(self, rng, n:int=1):
+    def transform(self,
+                  eps,   # standard-normal draws, shape (n, dim)
+                 ):
+        return self.mean + anp.dot(eps, anp.transpose(self.chol))
+    def sample(self,
+               rng,      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               n:int=1,  # number of draws
+              ):
         "n reparameterised draws m + L eps, shape (n, d)."
         eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
         return self.transform(eps)
 
-    def log_prob(self, z):
+    def log_prob(self,
+                 z,     # points, shape (n, dim)
+                ):
         "Log density at z of shape (..., d)."
         z = _check_points(z, self.dim)
         d = self.dim
@@ -232,7 +261,9 @@ class FullRankGaussian:
         r, c = np.tril_indices(self.dim, -1)
         return np.concatenate([Gm, np.diagonal(M, axis1=1, axis2=2) * np.diag(L), M[:, r, c]], axis=1)
 
-    def score(self, z):
+    def score(self,
+              z,     # points, shape (n, dim)
+             ):
         "Per-draw score rows d log q(z_s) / d params, shape (n, n_params), for z of shape (n, d)."
         z = np.atleast_2d(_check_points(z, self.dim))
         L = np.asarray(self.chol, float)
@@ -243,11 +274,16 @@ class FullRankGaussian:
         out[:, self.dim:2 * self.dim] -= 1.0                                      # -log det L term
         return out
 
-    def path_grad(self, eps, grad_z):
+    def path_grad(self,
+                  eps,     # standard-normal draws, shape (n, dim)
+                  grad_z,  # gradients of the log joint at the transformed draws, shape (n, dim)
+                 ):
         "Per-draw gradients d f(T(eps_s)) / d params from grad_z = grad f at T(eps_s), shape (n, n_params)."
         return self._split(grad_z, grad_z[:, :, None] * eps[:, None, :])
 
-    def z_grad(self, eps):
+    def z_grad(self,
+               eps,   # standard-normal draws, shape (n, dim)
+              ):
         "Gradient of log q with respect to z at z = T(eps), parameters held fixed: -L^{-T} eps, shape (n, d)."
         L = np.asarray(self.chol, float)
         return -linalg.solve_triangular(L, np.atleast_2d(np.asarray(eps, float)).T, lower=True, trans="T").T
@@ -582,9 +618,13 @@ def _reg1d_gamma_quad(x, y, mu, tau, alpha0, beta0):
     Z = integrate.quad(lambda u: np.exp(f(u) - c), u0 - 40, u0 + 40, points=[u0], limit=200, epsabs=0, epsrel=1e-12)[0]
     return f, u0, float(c + np.log(Z))
 
-def regression_1d_log_posterior_gamma(gamma,     # values of gamma (> 0), any shape
-                                      x, y,      # data, shape (N,) each
-                                      mu=0., tau=1., alpha0=1., beta0=1., # hyper-parameters as in `vb_regression_1d`
+def regression_1d_log_posterior_gamma(gamma,       # values of gamma (> 0), any shape
+                                      x,           # data
+                                      y,           # shape (N,) each
+                                      mu=0.0,      # prior mean of w (as in `vb_regression_1d`)
+                                      tau=1.0,     # prior precision multiplier of w (as in `vb_regression_1d`)
+                                      alpha0=1.0,  # Gamma prior shape of gamma
+                                      beta0=1.0,   # hyper-parameters as in `vb_regression_1d`
                                      ) -> np.ndarray:
     "Exact log p(gamma | x, y) of the 1-d regression model (normalised by quadrature)."
     x, y, mu, tau, alpha0, beta0 = _reg1d_check(x, y, mu, tau, alpha0, beta0)
@@ -592,8 +632,12 @@ def regression_1d_log_posterior_gamma(gamma,     # values of gamma (> 0), any sh
     g = check_positive("gamma", gamma)
     return stats.gamma.logpdf(g, alpha0, scale=1 / beta0) + _reg1d_loglik_gamma(g, x, y, mu, tau) - logZ
 
-def regression_1d_exact(x, y,         # data, shape (N,) each
-                        mu=0., tau=1., alpha0=1., beta0=1., # hyper-parameters as in `vb_regression_1d`
+def regression_1d_exact(x,           # data
+                        y,           # shape (N,) each
+                        mu=0.0,      # prior mean of w (as in `vb_regression_1d`)
+                        tau=1.0,     # prior precision multiplier of w (as in `vb_regression_1d`)
+                        alpha0=1.0,  # Gamma prior shape of gamma
+                        beta0=1.0,   # hyper-parameters as in `vb_regression_1d`
                        ) -> Regression1dExact:
     "Exact log evidence and posterior means and sds of w and gamma (closed form in w, quadrature in gamma)."
     x, y, mu, tau, alpha0, beta0 = _reg1d_check(x, y, mu, tau, alpha0, beta0)

@@ -34,8 +34,8 @@ def _undocumented(fn):
     params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")]
     if not params:
         return []
-    docs = docments(fn, full=True, args_kwargs=True)   # args_kwargs: *args and **kwargs need their comment too
-    return [p.name for p in params if not (docs.get(p.name) or {}).get("docment")]
+    docs = docments(fn, args_kwargs=True)   # args_kwargs: *args and **kwargs need their comment too
+    return [p.name for p in params if not docs.get(p.name)]
 
 
 @pytest.mark.parametrize("modname", MODULES)

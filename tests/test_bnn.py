@@ -305,7 +305,7 @@ def test_bad_input_raises(seed):
     with pytest.raises(ValueError, match="params"): mlp_apply(np.zeros(3), X, (1, 2, 1))
     with pytest.raises(ValueError, match="X must have 1 features"): mlp_apply(np.zeros(7), np.zeros((2, 3)), (1, 2, 1))
     with pytest.raises(ValueError, match="weight_scale"): mlp_prior_std((1, 2, 1), weight_scale=-1.)
-    with pytest.raises(ValueError, match="rng"): mlp_init((1, 2, 1), None)
+    with pytest.raises(ValueError, match="rng"): mlp_init((1, 2, 1), 1.5)
     with pytest.raises(ValueError, match="y must have shape"): fit_map(X, y[:3], rng=seed(0))
     with pytest.raises(ValueError, match="X must be finite"): fit_map(np.full_like(X, np.nan), y, rng=seed(0))
     with pytest.raises(ValueError, match="y must be finite"): fit_map(X, y * np.inf, rng=seed(0))

@@ -585,7 +585,7 @@ BAD = [
     (lambda: ab_test_expected_loss(5, 3, 1, 10), "k_a"),
     (lambda: ab_test_expected_loss(1, 3, 1, 10, prior=(0.0, 1.0)), "prior"),
     (lambda: sequential_ab_test(1.5, 0.1, rng=0), "rate_a"),
-    (lambda: sequential_ab_test(0.1, 0.1, rng=None), "rng"),
+    (lambda: sequential_ab_test(0.1, 0.1, rng=1.5), "rng"),
     (lambda: joint_predictive([0, 2], [0.5]), "outcomes"),
     (lambda: joint_predictive([0, 1], [1.5]), "thetas"),
     (lambda: stopping_rule_pvalues(9, 0), "tails"),

@@ -313,9 +313,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="cov"): m_projection_diag(np.zeros(2), np.eye(3))
     with pytest.raises(ValueError, match="logw"): moment_match_gaussian(np.zeros(3), np.array([0.0, np.nan, 0.0]))
     with pytest.raises(ValueError, match="x"): moment_match_gamma(np.array([1.0, -1.0]))
-    with pytest.raises(ValueError, match="rng"): importance_reference(X, y, rng=None)
+    with pytest.raises(ValueError, match="rng"): importance_reference(X, y, rng=1.5)
     with pytest.raises(ValueError, match="n_draws"): importance_reference(X, y, n_draws=1)
-    with pytest.raises(ValueError, match="rng"): probit_toy_data(rng=None)
+    with pytest.raises(ValueError, match="rng"): probit_toy_data(rng=1.5)
 
 
 # ---------------------------------------------------------------- comparison with chapter 1 (Laplace, VB)
