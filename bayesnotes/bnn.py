@@ -814,7 +814,7 @@ def regression_target(X,           # inputs, shape (N, d)
                       prior_std,   # prior sd of every parameter (P,)
                       noise_std,   # data, network, prior sds, noise sd
                      ):
-    "Batched `bayesnotes.core.Target` of the BNN regression posterior in whitened weights eta = theta / prior_std."
+    "Batched `bayesnotes.targets.Target` of the BNN regression posterior in whitened weights eta = theta / prior_std."
     from bayesnotes.targets import Target
     X, y = _check_Xy(X, y)
     def logp(eta):

@@ -6,7 +6,7 @@ Not part of the test run. Usage (from the repository root):
 
 What is measured
 * Target: Bayesian logistic regression on scikit-learn's breast-cancer data (569 x 31: 30 standardised
-  features and an intercept), prior N(0, I) (`bayesnotes.core.logistic_regression`).
+  features and an intercept), prior N(0, I) (`bayesnotes.targets.logistic_regression`).
 * Reference posterior: NUTS from the MCMC chapter (`bayesnotes.mcmc.sample`, 4 chains, Stan-style warm-up),
   summarised by its mean and sd with Monte Carlo standard errors (`bayesnotes.diagnostics`). If the MCMC
   chapter is not importable, self-normalised importance sampling from a Student-t fitted at the Laplace

@@ -476,6 +476,6 @@ def test_import_is_fast():
     lambda: __import__("bayesnotes.smc", fromlist=["systematic"]).systematic(np.ones(4) / 4, M=np.nan, rng=0),
 ])
 def test_non_finite_counts_get_a_named_error(call):
-    "Chapters validate counts with core.check_count: inf/nan give a ValueError naming the argument."
+    "Chapters validate counts with utils.check_count: inf/nan give a ValueError naming the argument."
     with pytest.raises(ValueError, match="must be an integer >= "):
         call()

@@ -567,7 +567,7 @@ BAD = [
     (lambda: james_stein([1.0, 2.0], 1.0), "x"),
     (lambda: james_stein([1.0, 2.0, 3.0], 0.0), "sigma2"),
     (lambda: james_stein_risk(1.0, 2), "d"),
-    (lambda: frequentist_risk(lambda x: x, lambda t, n, r: r.normal(size=n), 0.0, 10), "rng"),
+    (lambda: frequentist_risk(lambda x: x, lambda t, n, r: r.normal(size=n), 0.0, 10, rng=1.5), "rng"),
     (lambda: log_score([[0.2, 0.8]], [2]), "labels"),
     (lambda: brier_score([1.2], [1]), "probs"),
     (lambda: expected_calibration_error([[0.5, 0.5]], [0], n_bins=0), "n_bins"),

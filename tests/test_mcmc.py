@@ -433,7 +433,7 @@ def test_bad_input_raises(seed):
     with pytest.raises(ValueError, match="kernel"):
         sample("gibbs", t, np.zeros(2), 10, 10, 2, rng=seed(0))
     with pytest.raises(ValueError, match="rng"):
-        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=None)
+        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=1.5)
     with pytest.raises(ValueError, match="target_accept"):
         sample("nuts", t, np.zeros(2), 10, 10, 2, rng=seed(0), target_accept=1.5)
     with pytest.raises(ValueError, match="n_draws"):

@@ -14,6 +14,7 @@ from scipy import special, stats
 
 from bayesnotes import core
 from bayesnotes import montecarlo as mc
+from bayesnotes.plotting import figure_functions
 from bayesnotes.montecarlo import (antithetic_estimate, box_muller, control_variate_estimate, estimate_pi,
                                    gamma_envelope, gaussian_proposal_efficiency, importance_sample,
                                    inverse_cdf_sample, mc_estimate, qmc_points, rejection_sample, rqmc_estimate,
@@ -173,7 +174,7 @@ def test_rejection_raises_when_envelope_violated(seed):
     with pytest.raises(ValueError, match="proposal"):
         rejection_sample(env.target.logpdf, object(), env.log_M, 10, rng=seed(0))
     with pytest.raises(ValueError, match="rng"):
-        rejection_sample(env.target.logpdf, env.proposal, env.log_M, 10, rng=None)
+        rejection_sample(env.target.logpdf, env.proposal, env.log_M, 10, rng=1.5)
     with pytest.raises(RuntimeError, match="max_proposals"):
         rejection_sample(lambda x: np.full(x.shape, -50.0), stats.norm(), 0.0, 10, rng=seed(0), max_proposals=1000)
 
@@ -316,7 +317,7 @@ def test_is_bad_input(seed):
     with pytest.raises(ValueError, match="proposal"):
         importance_sample(stats.norm.logpdf, 3.0, 10, rng=seed(0))
     with pytest.raises(ValueError, match="rng"):
-        importance_sample(stats.norm.logpdf, stats.norm(), 10, rng=None)
+        importance_sample(stats.norm.logpdf, stats.norm(), 10, rng=1.5)
 
 
 class _Laplace:
@@ -485,7 +486,7 @@ def test_rqmc_shift_is_unbiased_in_1d(seed):
 # ---------------------------------------------------------------- figures and API surface
 def test_figures_callable_without_arguments():
     from matplotlib.figure import Figure
-    fns = core.figure_functions(mc)
+    fns = figure_functions(mc)
     assert len(fns) >= 10
     for name, fn in fns.items():
         sig = inspect.signature(fn)

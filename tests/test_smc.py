@@ -439,7 +439,7 @@ def test_bad_inputs_raise_value_error(ar1):
     with pytest.raises(ValueError, match="N"):
         smc(model, 0, 1)
     with pytest.raises(ValueError, match="rng"):
-        smc(model, 10, None)
+        smc(model, 10, 1.5)
     with pytest.raises(ValueError, match="resampling"):
         smc(model, 10, 1, resampling="bogus")
     with pytest.raises(ValueError, match="ess_threshold"):

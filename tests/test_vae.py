@@ -155,7 +155,7 @@ def test_bad_input_raises(small_vae, data, seed):
     with pytest.raises(ValueError, match="latent_dim"): VAE(0)
     with pytest.raises(ValueError, match="hidden"): VAE(2, (0,))
     with pytest.raises(ValueError, match="not trained"): VAE(2).sample(3, rng=seed(0))
-    with pytest.raises(ValueError, match="rng"): VAE(2).fit(data.X_train)
+    with pytest.raises(ValueError, match="rng"): VAE(2).fit(data.X_train, rng=1.5)
     with pytest.raises(ValueError, match="epochs"): VAE(2).fit(data.X_train, epochs=0, rng=seed(0))
     with pytest.raises(ValueError, match="beta"): VAE(2).fit(data.X_train, beta=-1., rng=seed(0))
     with pytest.raises(ValueError, match="lr"): VAE(2).fit(data.X_train, lr=0., rng=seed(0))

@@ -88,7 +88,7 @@ def test_family_bad_input():
     with pytest.raises(ValueError, match="z must have last dimension"):
         FullRankGaussian(2).log_prob(np.zeros((4, 3)))
     with pytest.raises(ValueError, match="rng"):
-        MeanFieldGaussian(2).sample(None, 3)
+        MeanFieldGaussian(2).sample(1.5, 3)
     with pytest.raises(ValueError, match="dim"):
         MeanFieldGaussian(1.5)
 
