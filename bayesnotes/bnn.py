@@ -275,13 +275,13 @@ def _batches(rng, n, batch_size, n_iter):
     stream = np.concatenate([rng.permutation(n) for _ in range(int(np.ceil(n_iter * B / n)) + 1)])
     return [(stream[t * B:(t + 1) * B], t % M, M) for t in range(n_iter)]
 
-def _ascend(objective, params, n_iter, lr, progress_bar=False, desc="adam"):
+def _ascend(objective, params, n_iter, lr, progress=False, desc="adam"):
     "Maximise objective(param_dict, t) with Adam for n_iter steps; returns (param_dict, objective trace)."
     flat, unflatten = flatten(params)
     vg = _ad_value_and_grad(lambda f, t: objective(unflatten(f), t))
     opt, trace = Adam(lr=lr), np.empty(n_iter)
     with blas_threads():
-        for t in track(range(n_iter), progress_bar, desc=desc):
+        for t in track(range(n_iter), progress, desc=desc):
             v, g = vg(flat, t)
             trace[t] = v
             flat = opt.step(flat, g)

@@ -497,17 +497,17 @@ def _glm_log_evidence(st, ys, moments, alpha):
     return float(0.5 * st.h @ st.m - 0.5 * st.logdetP + 0.5 * st.logdetP0 + np.sum(sites))
 
 def _ep_glm(X, ys, S0, link, alpha=1.0, n_sweeps=50, damping=1.0, tol=1e-6, schedule="sequential",
-            max_updates=None, progress_bar=False, n_quad=None):
+            max_updates=None, progress=False, n_quad=None):
     "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta); see `ep_probit`."
     with blas_threads():
-        return _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress_bar, n_quad)
+        return _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress, n_quad)
 
-def _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress_bar, n_quad):
+def _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress, n_quad):
     moments, moments_scalar = _moments_fn(link, alpha, n_quad), _moments_scalar_fn(link, alpha, n_quad)
     ys_list = ys.tolist()
     st = _GLMState(X, S0)
     hist, converged, updates = [], False, 0
-    for sweep in track(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
+    for sweep in track(range(int(n_sweeps)), progress, desc="EP sweeps"):
         tau_old, nu_old, skipped = st.tau.copy(), st.nu.copy(), 0
         if schedule == "sequential":
             S, m, tau, nu = st.S, st.m, st.tau.tolist(), st.nu.tolist()    # plain floats: faster scalar work
@@ -560,12 +560,12 @@ def ep_probit(X,                      # design matrix, shape (n, d)
               damping:float=1.0,      # step size delta in (0, 1] for the site updates (1 = undamped)
               tol:float=1e-6,         # stop when no site parameter changes by more than this in a sweep
               schedule:str="sequential", # "sequential" (rank-one updates) or "parallel" (all sites at once)
-              progress_bar:bool=False,   # show a progress bar over sweeps
+              progress:bool=False,   # show a progress bar over sweeps
              ) -> EPResult:
     "Expectation propagation for Bayesian probit regression: Gaussian posterior, log evidence and history."
     X, ys, S0 = _check_glm(X, y, prior_var)
     _check_ep_args(n_sweeps, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, "probit", 1.0, n_sweeps, damping, tol, schedule, progress_bar=progress_bar)
+    return _ep_glm(X, ys, S0, "probit", 1.0, n_sweeps, damping, tol, schedule, progress=progress)
 
 def ep_logistic(X,                    # design matrix, shape (n, d)
                 y,                    # labels in {0, 1} or {-1, +1}, shape (n,)
@@ -575,12 +575,12 @@ def ep_logistic(X,                    # design matrix, shape (n, d)
                 tol:float=1e-6,       # convergence tolerance on the site parameters
                 schedule:str="sequential", # "sequential" or "parallel"
                 n_quad:int=None,      # minimum number of quadrature points for the tilted moments
-                progress_bar:bool=False,   # show a progress bar over sweeps
+                progress:bool=False,   # show a progress bar over sweeps
                ) -> EPResult:
     "Expectation propagation for Bayesian logistic regression, tilted moments by 1-d quadrature."
     X, ys, S0 = _check_glm(X, y, prior_var)
     _check_ep_args(n_sweeps, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, "logistic", 1.0, n_sweeps, damping, tol, schedule, progress_bar=progress_bar,
+    return _ep_glm(X, ys, S0, "logistic", 1.0, n_sweeps, damping, tol, schedule, progress=progress,
                    n_quad=n_quad)
 
 # %% ../nbs/02_ep.ipynb #b77dfcf8
@@ -663,7 +663,7 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
                n_sweeps:int=100,        # maximum number of sweeps
                damping:float=1.0,       # step size in (0, 1] for the site updates
                tol:float=1e-6,          # convergence tolerance on the site parameters
-               progress_bar:bool=False, # show a progress bar over sweeps
+               progress:bool=False, # show a progress bar over sweeps
               ) -> EPResult:
     "EP for Minka's clutter problem with spherical Gaussian sites; returns an `EPResult` (cov = v I)."
     x = _check_clutter(x, w, clutter_var, prior_var)
@@ -673,7 +673,7 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
     lam0 = 1.0 / prior_var
     lam, h = lam0, np.zeros(d)
     hist, converged = [], False
-    for sweep in track(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
+    for sweep in track(range(int(n_sweeps)), progress, desc="EP sweeps"):
         tau_old, nu_old, skipped = tau.copy(), nu.copy(), 0
         for i in range(n):
             lc = lam - tau[i]
@@ -773,14 +773,14 @@ def power_ep(X,                       # design matrix, shape (n, d)
              tol:float=1e-6,          # convergence tolerance on the site parameters
              schedule:str="sequential", # "sequential" or "parallel"
              n_quad:int=None,         # minimum number of quadrature points for the tilted moments
-             progress_bar:bool=False, # show a progress bar over sweeps
+             progress:bool=False, # show a progress bar over sweeps
             ) -> EPResult:
     "Power EP (local alpha-divergence projections) for probit or logistic regression."
     X, ys, S0 = _check_glm(X, y, prior_var)
     _check_ep_args(n_sweeps, damping, tol, alpha, schedule)
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    return _ep_glm(X, ys, S0, link, float(alpha), n_sweeps, damping, tol, schedule, progress_bar=progress_bar,
+    return _ep_glm(X, ys, S0, link, float(alpha), n_sweeps, damping, tol, schedule, progress=progress,
                    n_quad=n_quad)
 
 # %% ../nbs/02_ep.ipynb #efd27b08
@@ -920,7 +920,7 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
                        tol:float=1e-8,        # convergence tolerance on the site parameters
                        tilted:str="closed",   # "closed" (source's approximation) or "quadrature" (exact tilted moments)
                        match:str="mean_var",  # "mean_var" or "kl" (quadrature only)
-                       progress_bar:bool=False, # show a progress bar over sweeps
+                       progress:bool=False, # show a progress bar over sweeps
                       ) -> GammaEPResult:
     "EP with Gamma sites for the noise precision of the 1-d regression of Cinelli et al. (sec. 3.2.3.5)."
     x, y = _check_noise(x, y, mu, tau, a0, b0)
@@ -932,7 +932,7 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
     sa, sb = np.zeros(n), np.zeros(n)
     a, b = float(a0), float(b0)
     hist, converged = [], False
-    for sweep in track(range(int(n_sweeps)), progress_bar, desc="EP sweeps"):
+    for sweep in track(range(int(n_sweeps)), progress, desc="EP sweeps"):
         sa_old, sb_old, skipped = sa.copy(), sb.copy(), 0
         for i in range(n):
             ac, bc = a - sa[i], b - sb[i]

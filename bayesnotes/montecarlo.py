@@ -497,8 +497,8 @@ class ISResult(NamedTuple):
     "Output of `importance_sample`."
     estimate: float          # estimate of E_target[f(X)] (an array for vector-valued f)
     stderr: float            # its standard error (CLT / delta method)
-    log_Z: float             # log of Zhat = mean of the unnormalised weights
-    log_Z_stderr: float      # standard error of log Zhat (relative standard error of Zhat)
+    log_evidence: float      # log of Zhat = mean of the unnormalised weights
+    log_evidence_stderr: float      # standard error of log Zhat (relative standard error of Zhat)
     ess: float               # effective sample size (sum w)^2 / sum w^2, in [1, n]
     samples: np.ndarray      # proposal draws, shape (n,) or (n, d)
     log_weights: np.ndarray  # log w_s = log_target(x_s) - log q(x_s), shape (n,)
@@ -518,7 +518,7 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
     x, lq = _propose(proposal, n, rng)
     logw = _log_density(log_target, x, n, "log_target") - lq
     W, lse = log_normalize(logw)                   # raises if every weight is zero
-    log_Z = lse - math.log(n)
+    log_evidence = lse - math.log(n)
     log_Z_se = math.sqrt(np.sum((n * W - 1.0) ** 2) / (n - 1) / n)
     fx = x if f is None else np.asarray(f(x), dtype=float)
     if fx.ndim == 0 or fx.shape[0] != n:
@@ -530,7 +530,7 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
     else:
         wf = np.exp(logw).reshape((n,) + (1,) * (fx.ndim - 1)) * fx
         est, se = wf.mean(axis=0), wf.std(axis=0, ddof=1) / math.sqrt(n)
-    return ISResult(_scalar(est), _scalar(se), float(log_Z), log_Z_se, ess(logw), x, logw)
+    return ISResult(_scalar(est), _scalar(se), float(log_evidence), log_Z_se, ess(logw), x, logw)
 
 # %% ../nbs/03_montecarlo.ipynb #04cb3be6
 class ProposalEfficiency(NamedTuple):

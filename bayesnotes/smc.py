@@ -162,7 +162,7 @@ class StateSpaceModel:
 # %% ../nbs/05_smc.ipynb #b47bbada
 class KalmanResult(NamedTuple):
     "Exact filtering output of the Kalman filter."
-    log_likelihood: float       # log p(y_{0:T-1})
+    log_evidence: float         # log p(y_{0:T-1})
     log_lik_steps: np.ndarray   # (T,) log p(y_t | y_{0:t-1})
     means: np.ndarray           # (T, dim_x) filtering means E[x_t | y_{0:t}]
     covs: np.ndarray            # (T, dim_x, dim_x) filtering covariances
@@ -404,7 +404,7 @@ def fig_resampling(N:int=8,  # number of particles
 # %% ../nbs/05_smc.ipynb #5e4b2c06
 class SMCResult(NamedTuple):
     "Output of `smc`."
-    log_likelihood: float       # log Z_hat: log of the unbiased estimate of the final normalising constant
+    log_evidence: float         # log Z_hat: log of the unbiased estimate of the final normalising constant
     log_lik_steps: np.ndarray   # (T,) increments log sum_n W_{t-1}^n G_t^n
     ess: np.ndarray             # (T,) effective sample size after reweighting at each step
     resampled: np.ndarray       # (T,) bool: resampling happened before the move of step t
@@ -630,14 +630,14 @@ def fig_weight_degeneracy(T:int=100,    # number of time steps
     "ESS over time and spread of log Z estimates for SIS vs adaptive SMC on the non-Markovian model."
     ssm = nonmarkov_ssm()
     _, y = ssm.simulate(T, rng=seed)
-    logZ = ssm.kalman_filter(y).log_likelihood
+    logZ = ssm.kalman_filter(y).log_evidence
     rng = as_rng(seed + 1)
     fig, axes = new_figure(1, 2, width=10, height=3.4)
     errs = {}
     for i, (name, thr) in enumerate((("SIS (never resample)", 0.0), ("SMC, resample if ESS < N/2", 0.5))):
         runs = [smc(guided_model(ssm, y), N, rng, ess_threshold=thr) for _ in range(n_runs)]
         axes[0].plot(runs[0].ess / N, color=COLORS[i], label=name)
-        errs[name] = [r.log_likelihood - logZ for r in runs]
+        errs[name] = [r.log_evidence - logZ for r in runs]
     axes[0].set_yscale("log"); axes[0].set_xlabel("t"); axes[0].set_ylabel("ESS / N"); axes[0].legend()
     axes[1].boxplot(list(errs.values()))
     axes[1].set_xticks([1, 2], ["SIS", "adaptive SMC"])
@@ -672,7 +672,7 @@ def fig_kalman_check(N:int=1000,      # particles for the filtering plot
     ax.plot(t, kf.means[:, 0], color=COLORS[0], label="Kalman mean")
     ax.plot(t, pf.means[:, 0], "--", color=COLORS[1], label=f"bootstrap PF mean (N={N})")
     ax.set_xlabel("t"); ax.legend(ncol=2, fontsize=8)
-    errs = [[bootstrap_filter(ssm, y, n, rng).log_likelihood - kf.log_likelihood for _ in range(n_runs)] for n in Ns]
+    errs = [[bootstrap_filter(ssm, y, n, rng).log_evidence - kf.log_evidence for _ in range(n_runs)] for n in Ns]
     axes[1].boxplot(errs)
     axes[1].set_xticks(np.arange(1, len(Ns) + 1), [str(n) for n in Ns])
     axes[1].axhline(0, color="k", lw=0.8)
@@ -688,12 +688,12 @@ def fig_guided_ess(T:int=50,    # number of time steps
     "ESS per step of the bootstrap and the guided (locally optimal) filter on a linear-Gaussian model."
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=R, P0=1 / (1 - 0.81))
     _, y = ssm.simulate(T, rng=seed)
-    logZ = ssm.kalman_filter(y).log_likelihood
+    logZ = ssm.kalman_filter(y).log_evidence
     rng = as_rng(seed + 1)
     fig, ax = new_figure(width=7, height=3.4)
     for i, (name, model) in enumerate((("bootstrap", bootstrap_model(ssm, y)), ("guided", guided_model(ssm, y)))):
         res = smc(model, N, rng, ess_threshold=1.0)
-        spread = np.std([smc(model, N, rng).log_likelihood - logZ for _ in range(10)])
+        spread = np.std([smc(model, N, rng).log_evidence - logZ for _ in range(10)])
         ax.plot(res.ess / N, color=COLORS[i], label=f"{name}: sd of $\\log\\hat Z$ = {spread:.2f}")
     ax.set_ylim(0, 1.05); ax.set_xlabel("t"); ax.set_ylabel("ESS / N after reweighting")
     ax.set_title(f"linear-Gaussian model, R = {R}, N = {N}")
@@ -896,7 +896,7 @@ def tempered_smc(log_prior:Callable,   # log prior, vectorised: (N, d) -> (N,)
     N = check_count("N", N, 2)
     model = TemperingFK(log_prior, log_lik, prior_sample, ess_target, n_mcmc, scale)
     res = smc(model, N, rng, resampling=resampling, ess_threshold=1.0, progress=progress)
-    return TemperedResult(res.particles, res.weights, res.log_likelihood, np.array(model.lambdas), res.ess,
+    return TemperedResult(res.particles, res.weights, res.log_evidence, np.array(model.lambdas), res.ess,
                           np.array(model.acceptance), len(model.lambdas) - 1)
 
 # %% ../nbs/05_smc.ipynb #d902b402
@@ -1035,7 +1035,7 @@ def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
     N = check_count("N", N, 2)
     model = IBISFK(log_prior, log_lik, prior_sample, data, n_mcmc, scale)
     res = smc(model, N, rng, resampling=resampling, ess_threshold=ess_threshold, progress=progress)
-    return IBISResult(res.particles, res.weights, res.log_likelihood, res.ess, np.array(model.move_steps, dtype=int),
+    return IBISResult(res.particles, res.weights, res.log_evidence, res.ess, np.array(model.move_steps, dtype=int),
                       np.array(model.acceptance), res.means, res.variances)
 
 def gaussian_ibis_example(T:int=30,      # number of observations
@@ -1100,7 +1100,7 @@ def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose norm
             raise ValueError(f"log_prior returned NaN at theta={theta}")
         if lp == -np.inf:
             return -np.inf         # outside the prior support: the model may not even exist there
-        return lp + smc(make_model(theta), N, rng, resampling=resampling, ess_threshold=ess_threshold).log_likelihood
+        return lp + smc(make_model(theta), N, rng, resampling=resampling, ess_threshold=ess_threshold).log_evidence
     return Target(logp, dim, grad=_no_gradient, name=f"PMMH target (N={N} particles)")
 
 def _stack_chains(results):
@@ -1177,7 +1177,7 @@ def ar1_pmmh_example(T:int=30,     # number of observations
 
 def _grid_posterior(y, ssm_of, grid):
     "Exact posterior of rho on a grid (uniform prior), from Kalman likelihoods."
-    ll = np.array([ssm_of(r).kalman_filter(y).log_likelihood for r in grid])
+    ll = np.array([ssm_of(r).kalman_filter(y).log_evidence for r in grid])
     p = np.exp(ll - ll.max())
     return p / np.trapezoid(p, grid)
 
@@ -1214,10 +1214,10 @@ def loglik_spread(N:int=200,               # number of particles
     "Errors log Z_hat - log Z (Kalman) of repeated bootstrap filters on the 1-d example, and the mean number of resampling steps."
     n_runs = check_count("n_runs", n_runs, 2)
     ssm, _, y = _ar1_example()
-    logZ = ssm.kalman_filter(y).log_likelihood
+    logZ = ssm.kalman_filter(y).log_evidence
     rng = as_rng(seed)
     runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_runs)]
-    return np.array([r.log_likelihood - logZ for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
+    return np.array([r.log_evidence - logZ for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
 
 def fig_loglik_spread(N:int=200,               # number of particles
                       ess_threshold:float=0.5, # resample when ESS < ess_threshold * N

@@ -236,11 +236,11 @@ LOGP = stats.norm(1.0, 0.5).logpdf               # normalised target, mean 1, E[
 def test_is_normalising_constant_unbiased(seed):
     # normalised target: Zhat is unbiased for Z = 1. Over 400 replications of n = 100, the mean of Zhat is
     # within 4 SE of 1 (SE estimated from the replicate spread).
-    Zs = np.array([math.exp(importance_sample(LOGP, PROP, 100, rng=seed(1000 + s)).log_Z) for s in range(400)])
+    Zs = np.array([math.exp(importance_sample(LOGP, PROP, 100, rng=seed(1000 + s)).log_evidence) for s in range(400)])
     assert abs(Zs.mean() - 1) < 4.9 * Zs.std(ddof=1) / math.sqrt(400)   # CLT: 4.9 se, false alarm 1e-6
     # single run: within 4 delta-method standard errors; unnormalised version scales Z
     r = importance_sample(lambda x: LOGP(x) + math.log(7.3), PROP, 20_000, rng=seed(1))
-    assert abs(r.log_Z - math.log(7.3)) < 4.9 * r.log_Z_stderr   # CLT: 4.9 se, false alarm 1e-6
+    assert abs(r.log_evidence - math.log(7.3)) < 4.9 * r.log_evidence_stderr   # CLT: 4.9 se, false alarm 1e-6
 
 
 def test_snis_converges_at_root_n(seed):
@@ -260,7 +260,7 @@ def test_snis_stderr_is_calibrated():
     est = np.array([r.estimate for r in runs]); se = np.array([r.stderr for r in runs])
     assert abs(est.std(ddof=1) / se.mean() - 1) < 0.15
     # same for the delta-method standard error of log Zhat
-    logZ = np.array([r.log_Z for r in runs]); logZ_se = np.array([r.log_Z_stderr for r in runs])
+    logZ = np.array([r.log_evidence for r in runs]); logZ_se = np.array([r.log_evidence_stderr for r in runs])
     assert abs(logZ.std(ddof=1) / logZ_se.mean() - 1) < 0.15
     assert abs(logZ.mean() - 3.0) < 4.9 * logZ.std(ddof=1) / math.sqrt(400) + 1 / 500   # Jensen bias O(1/n); CLT: 4.9 se, false alarm 1e-6
     assert abs(est.mean() - 1.0) < 4.9 * est.std(ddof=1) / math.sqrt(400)      # bias O(1/n) is invisible here; CLT: 4.9 se, false alarm 1e-6
@@ -287,7 +287,7 @@ def test_is_optimal_proposal_has_zero_variance(seed):
     a, b = 2.5, 3.0
     lt = lambda x: (a - 1) * np.log(x) - b * x
     r = importance_sample(lt, stats.gamma(a, scale=1 / b), 10, rng=seed(6))
-    assert r.log_Z == pytest.approx(special.gammaln(a) - a * math.log(b), abs=1e-12) and r.log_Z_stderr < 1e-12
+    assert r.log_evidence == pytest.approx(special.gammaln(a) - a * math.log(b), abs=1e-12) and r.log_evidence_stderr < 1e-12
 
 
 def test_is_ess_fraction_matches_theory(seed):
@@ -335,7 +335,7 @@ def test_duck_typed_proposal(seed):
     acc = math.exp(-log_M)
     assert abs(r.acceptance_rate - acc) < 4.9 * math.sqrt(acc * (1 - acc) / r.n_proposed)   # CLT: 4.9 se, false alarm 1e-6
     i = importance_sample(stats.norm.logpdf, _Laplace(1.0), 20_000, rng=seed(21), f=lambda x: x**2)
-    assert abs(i.estimate - 1.0) < 4.9 * i.stderr and abs(i.log_Z) < 4.9 * i.log_Z_stderr   # CLT: 4.9 se, false alarm 1e-6
+    assert abs(i.estimate - 1.0) < 4.9 * i.stderr and abs(i.log_evidence) < 4.9 * i.log_evidence_stderr   # CLT: 4.9 se, false alarm 1e-6
 
 
 def test_same_seed_same_result():

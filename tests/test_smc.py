@@ -121,7 +121,7 @@ def test_kalman_matches_joint_gaussian(ssm, seed):
     _, y = ssm.simulate(T, rng=seed(0))
     kf = ssm.kalman_filter(y)
     mx, cx, my, cy, Cbig = _joint_gaussian_y(ssm, T)
-    assert np.isclose(kf.log_likelihood, stats.multivariate_normal(my, cy).logpdf(y.ravel()))
+    assert np.isclose(kf.log_evidence, stats.multivariate_normal(my, cy).logpdf(y.ravel()))
     dx, dy = ssm.dim_x, ssm.dim_y
     for t in (0, T // 2, T - 1):        # filtering: condition x_t on y_{0:t}
         k = (t + 1) * dy
@@ -146,7 +146,7 @@ def test_likelihood_estimate_unbiased(ar1, make, seed):
     "exp(log Zhat - log Z) averages to one: Zhat is unbiased for both Feynman-Kac models."
     ssm, y, kf = ar1
     rng = np.random.default_rng(seed(8))
-    ratio = np.exp([smc(make(ssm, y), 200, rng).log_likelihood - kf.log_likelihood for _ in range(100)])
+    ratio = np.exp([smc(make(ssm, y), 200, rng).log_evidence - kf.log_evidence for _ in range(100)])
     se = ratio.std(ddof=1) / np.sqrt(len(ratio))     # standard error of the mean ratio, from the replicates
     assert abs(ratio.mean() - 1) < 4.9 * se, (ratio.mean(), se)   # CLT: 4.9 se, false alarm 1e-6
     assert ratio.std() < 2       # sanity: the estimate is not wildly heavy-tailed at this N
@@ -173,7 +173,7 @@ def test_loglik_variance_falls_with_N(ar1, seed):
     "Var(log Zhat) is roughly proportional to 1/N: 16 times more particles cut it by well over 4."
     ssm, y, kf = ar1
     rng = np.random.default_rng(seed(10))
-    v = {N: np.var([bootstrap_filter(ssm, y, N, rng).log_likelihood for _ in range(30)], ddof=1) for N in (50, 800)}
+    v = {N: np.var([bootstrap_filter(ssm, y, N, rng).log_evidence for _ in range(30)], ddof=1) for N in (50, 800)}
     # v[50] / v[800] ~ 16 F(29, 29); its 1e-6 quantile is 16 * 0.15 = 2.4, so > 2.4 is a false alarm of 1e-6
     assert v[50] > 2.4 * v[800], v
 
@@ -184,8 +184,8 @@ def test_guided_beats_bootstrap_on_informative_data(seed):
     rb = smc(bootstrap_model(ssm, y), 200, 12, ess_threshold=1.0)
     rg = smc(guided_model(ssm, y), 200, 12, ess_threshold=1.0)
     assert rg.ess.mean() > 3 * rb.ess.mean()
-    lz = ssm.kalman_filter(y).log_likelihood
-    sd = {m.__name__: np.std([smc(m(ssm, y), 200, s).log_likelihood - lz for s in range(15)])
+    lz = ssm.kalman_filter(y).log_evidence
+    sd = {m.__name__: np.std([smc(m(ssm, y), 200, s).log_evidence - lz for s in range(15)])
           for m in (bootstrap_model, guided_model)}
     assert sd["guided_model"] < 0.5 * sd["bootstrap_model"], sd
 
@@ -221,9 +221,9 @@ def test_adaptive_resampling_threshold(ar1):
 def test_reproducible(ar1):
     ssm, y, _ = ar1
     a, b = bootstrap_filter(ssm, y, 100, 5), bootstrap_filter(ssm, y, 100, 5)
-    assert a.log_likelihood == b.log_likelihood and np.array_equal(a.means, b.means)
+    assert a.log_evidence == b.log_evidence and np.array_equal(a.means, b.means)
     c = bootstrap_filter(ssm, y, 100, 6)
-    assert c.log_likelihood != a.log_likelihood
+    assert c.log_evidence != a.log_evidence
 
 
 def test_tracker_filter_beats_observations(seed):
@@ -324,7 +324,7 @@ def test_pmmh_matches_exact_posterior(seed):
     res = pmmh(make_model, log_prior, x0=[[0.0], [0.6]], N=40, rng=seed(1), step_size=0.5, n_warmup=100, n_draws=1000)
     assert res.draws.shape == (2, 1000, 1)
     grid = np.linspace(-0.995, 0.995, 399)
-    ll = np.array([ssm_of(r).kalman_filter(y).log_likelihood for r in grid])
+    ll = np.array([ssm_of(r).kalman_filter(y).log_evidence for r in grid])
     post = np.exp(ll - ll.max()); post /= np.trapezoid(post, grid)
     exact = np.trapezoid(grid * post, grid)
     s = summary(res.draws, names=["rho"])

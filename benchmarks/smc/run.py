@@ -22,7 +22,7 @@ a = p.parse_args()
 
 ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - 0.81))
 _, y = ssm.simulate(a.T, rng=2024)
-logZ = ssm.kalman_filter(y).log_likelihood
+logZ = ssm.kalman_filter(y).log_evidence
 data = os.path.join(tempfile.mkdtemp(), "y.npy"); np.save(data, y[:, 0])
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -32,7 +32,7 @@ rng = np.random.default_rng(1)
 for r in range(a.rounds):
     for _ in range(a.reps):
         t0 = time.perf_counter(); res = bootstrap_filter(ssm, y, a.N, rng); ours.append(time.perf_counter() - t0)
-        ll_ours.append(res.log_likelihood); rs_ours.append(int(res.resampled.sum()))
+        ll_ours.append(res.log_evidence); rs_ours.append(int(res.resampled.sum()))
     if os.path.exists(a.particles_python):
         out = subprocess.run([a.particles_python, os.path.join(here, "bench_particles.py"), data, str(a.N), str(a.reps)],
                              capture_output=True, text=True, check=True).stdout
