@@ -157,7 +157,7 @@ def fig_prior_functions(base=(5., 1., 1., 1.), # (alpha_1, beta_1, alpha_2, beta
                         factor:float=5.,       # multiplier applied to one scale per panel
                         n_functions:int=6,     # functions per panel
                         hidden:int=10,         # sigmoid hidden units
-                        seed:int=0):           # random seed
+                        rng=0):           # random seed
     "Functions drawn from the prior of a one-hidden-layer sigmoid MLP as each prior scale is increased."
     x = np.linspace(-2, 2, 300)
     labels = [r"$\alpha_1$", r"$\beta_1$", r"$\alpha_2$", r"$\beta_2$"]
@@ -165,7 +165,7 @@ def fig_prior_functions(base=(5., 1., 1., 1.), # (alpha_1, beta_1, alpha_2, beta
     for k in range(5):
         s = np.array(base, float)
         if k > 0: s[k - 1] *= factor
-        F = sample_prior_functions(x, n_functions, seed, (hidden,), "sigmoid", (s[0], s[2]), (s[1], s[3]))
+        F = sample_prior_functions(x, n_functions, rng, (hidden,), "sigmoid", (s[0], s[2]), (s[1], s[3]))
         axes[k].plot(x, F.T, lw=1.2)
         axes[k].set_title("base " + str(tuple(base)) if k == 0 else f"{labels[k - 1]} x {factor:g}")
         axes[k].set_xlabel("x")
@@ -691,10 +691,10 @@ def toy_comparison(n_train:int=20,  # training points
                    hidden:int=50,   # hidden units of the one-hidden-layer network
                    nuts:bool=False, # add NUTS: the stored reference (`nuts_reference`) for 20 points of data seed 0 and
                                     # 10 hidden units, else a short `NUTS_RUN`
-                   data_seed:int=0, # seed of the training data (the book's worked example: 0)
+                   data_rng=0, # seed of the training data (the book's worked example: 0)
                   ) -> ToyComparison:
     "Fit MAP, BBB, MC dropout, (anchored) ensembles, Laplace (last layer, full GGN) and optionally NUTS to toy data (cached)."
-    return _toy_comparison(int(n_train), int(seed), int(hidden), bool(nuts), int(data_seed))
+    return _toy_comparison(int(n_train), int(seed), int(hidden), bool(nuts), int(data_rng))
 
 @functools.lru_cache(maxsize=6)
 def _toy_comparison(n_train, seed, hidden, nuts, data_seed):
@@ -725,9 +725,9 @@ def _band(ax, x, pred, color, n_lines=3):
     ax.plot(x, pred.mean, color=color, lw=1.8)
 
 def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
-                       seed:int=0):     # seed of the fits (`toy_comparison`)
+                       rng=0):     # seed of the fits (`toy_comparison`)
     "Predictive mean, +-2 sd band and three function draws of every method on the toy problem."
-    tc = toy_comparison(n_train, seed)
+    tc = toy_comparison(n_train, rng)
     x = np.linspace(-2, 2, 300)
     names = list(tc.fits)
     ncol = 4; nrow = int(np.ceil(len(names) / ncol))
@@ -743,16 +743,16 @@ def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
     return fig
 
 def toy_metrics(n_train:int=20,     # as in `toy_comparison`
-                seed:int=0,         # as in `toy_comparison`
+                rng=0,         # as in `toy_comparison`
                 n_test:int=1000,    # test points from the data range
                 n_samples:int=200,  # predictive draws
                ) -> dict:
     "RMSE, test log-likelihood, calibration error and fit seconds of every toy method (dict of dicts)."
-    tc = toy_comparison(n_train, seed)
+    tc = toy_comparison(n_train, rng)
     Xt, yt = toy_regression_data(n_test, 10_000)     # a fixed test set
     out = {}
     for name, fit in tc.fits.items():
-        p = fit.predict(Xt, n_samples=n_samples, rng=seed)
+        p = fit.predict(Xt, n_samples=n_samples, rng=rng)
         out[name] = dict(rmse=rmse(yt, p.mean), loglik=predictive_log_likelihood(yt, p),
                          cal_error=calibration_error(yt, p.mean, p.std), seconds=tc.seconds[name])
     return out
@@ -767,15 +767,15 @@ def format_table(rows:dict,      # row name -> dict of column -> value (a float 
     return "\n".join(lines)
 
 # %% ../nbs/07_bnn.ipynb #608a51af
-def fig_calibration(seed:int=0,       # seed of the fits (`toy_comparison`)
+def fig_calibration(rng=0,       # seed of the fits (`toy_comparison`)
                     n_test:int=1000,  # test points
                    ):
     "Reliability diagrams (observed vs nominal coverage of central intervals) of every toy method."
     fig, axes = new_figure(1, 2, width=10, height=4, sharey=True)
     Xt, yt = toy_regression_data(n_test, 10_000)     # the test set of `toy_metrics`
     for ax, n in zip(axes, (20, 400)):
-        for k, (name, fit) in enumerate(toy_comparison(n, seed).fits.items()):
-            p = fit.predict(Xt, 200, rng=seed)
+        for k, (name, fit) in enumerate(toy_comparison(n, rng).fits.items()):
+            p = fit.predict(Xt, 200, rng=rng)
             lv, cov = calibration(yt, p.mean, p.std)
             ax.plot(lv, cov, "o-", ms=3, color=COLORS[k % len(COLORS)], label=name)
         ax.plot([0, 1], [0, 1], "k--", lw=0.8)
@@ -858,35 +858,35 @@ def nuts_regression(X,                    # inputs, shape (N, d)
     return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=activation, prior_std=prior_std,
                       noise_std=noise_std, trace=None, method="NUTS")
 
-def nuts_distances(seed:int=0,      # seed of the fits (`toy_comparison`)
+def nuts_distances(rng=0,      # seed of the fits (`toy_comparison`)
                    n_grid:int=81,   # grid points on [-2, 2]
                    reference=None,  # NUTS fit to compare with; default: the one of `toy_comparison` (stored)
                   ) -> dict:
     "Mean Wasserstein-1 distance between each method's draws of f(x) and the NUTS draws, inside and outside [-1, 1]."
-    tc = toy_comparison(20, seed, hidden=10, nuts=reference is None)
+    tc = toy_comparison(20, rng, hidden=10, nuts=reference is None)
     x = np.linspace(-2, 2, n_grid); inside = np.abs(x) <= 1
     ref = (tc.fits["NUTS"] if reference is None else reference).function_draws(x[:, None]).reshape(-1, n_grid)
     out = {}
     for name, fit in tc.fits.items():
         if name == "NUTS": continue
-        f = fit.predict(x[:, None], 400, rng=seed).f_samples
+        f = fit.predict(x[:, None], 400, rng=rng).f_samples
         w = np.array([stats.wasserstein_distance(f[:, i], ref[:, i]) for i in range(n_grid)])
         out[name] = {"W1 inside data": float(w[inside].mean()), "W1 outside data": float(w[~inside].mean())}
     return out
 
-def fig_nuts_reference(seed:int=0,     # seed of the fits (`toy_comparison`)
+def fig_nuts_reference(rng=0,     # seed of the fits (`toy_comparison`)
                        reference=None): # NUTS fit to draw; default: the one of `toy_comparison` (stored)
     "Each approximation (blue) against the NUTS reference (grey band) on the 10-unit network, 20 toy points."
-    tc = toy_comparison(20, seed, hidden=10, nuts=reference is None)
+    tc = toy_comparison(20, rng, hidden=10, nuts=reference is None)
     x = np.linspace(-2, 2, 300)
-    ref = (tc.fits["NUTS"] if reference is None else reference).predict(x[:, None], 800, rng=seed)
+    ref = (tc.fits["NUTS"] if reference is None else reference).predict(x[:, None], 800, rng=rng)
     names = [n for n in tc.fits if n != "NUTS"]
     fig, axes = new_figure(2, 4, width=13, height=5.8, sharex=True, sharey=True)
     for ax, name in zip(axes.ravel(), ["NUTS"] + names):
         ax.fill_between(x, ref.mean - 2 * ref.std, ref.mean + 2 * ref.std, color="0.6", alpha=0.5, lw=0)
         ax.plot(x, ref.mean, color="0.3", lw=1.2)
         if name != "NUTS":
-            _band(ax, x, tc.fits[name].predict(x[:, None], 200, rng=seed), COLORS[0], n_lines=0)
+            _band(ax, x, tc.fits[name].predict(x[:, None], 200, rng=rng), COLORS[0], n_lines=0)
         else:
             ax.plot(x, ref.f_samples[::160].T, color="0.3", lw=0.6)
         ax.plot(tc.X[:, 0], tc.y, "k.", ms=5); ax.set_title(name, fontsize=10); ax.set_ylim(-5, 5)
@@ -1050,13 +1050,13 @@ def regression_benchmark(X,                        # full data set (n, d)
 # %% ../nbs/07_bnn.ipynb #9e60fd50
 def explore_uncertainty(n_train:int=20,         # toy training points
                         weight_scale:float=4.,  # first-layer prior scale alpha_1 = beta_1
-                        seed:int=0):            # data and fit seed
+                        rng=0):            # data and fit seed
     "Predictive band of MAP + full-GGN Laplace on the toy problem for a given data size and prior scale."
-    X, y = toy_regression_data(n_train, seed)
+    X, y = toy_regression_data(n_train, rng)
     kw = toy_model(first_scale=weight_scale)
-    fit = fit_map(X, y, rng=seed, n_iter=800, lr=2e-2, batch_size=None if n_train <= 100 else 100, **kw)
+    fit = fit_map(X, y, rng=rng, n_iter=800, lr=2e-2, batch_size=None if n_train <= 100 else 100, **kw)
     x = np.linspace(-2, 2, 300)
-    pred = laplace_ggn(X, y, fit=fit).predict(x[:, None], 100, rng=seed)
+    pred = laplace_ggn(X, y, fit=fit).predict(x[:, None], 100, rng=rng)
     fig, ax = new_figure(width=7, height=3.5)
     ax.plot(x, toy_function(x), "k--", lw=0.8)
     _band(ax, x, pred, COLORS[0])

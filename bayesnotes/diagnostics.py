@@ -210,11 +210,11 @@ def geyer_steps(x):   # draws (chain, draw) of one quantity
 
 def fig_geyer_ar1(phi=0.9,        # AR(1) coefficient
                   n_draws=4000,   # draws per chain (4 chains)
-                  seed=2,         # random seed
+                  rng=2,         # random generator or seed (SPEC 7)
                   x=None):        # optional draws (chain, draw) to use instead
     "Estimated autocorrelation of AR(1) chains against phi^t, with Geyer's pair sums and the lag where they are cut."
     from bayesnotes.plotting import new_figure, COLORS
-    x = ar1_chains(phi, 4, n_draws, seed) if x is None else x
+    x = ar1_chains(phi, 4, n_draws, rng) if x is None else x
     g = geyer_steps(x)
     last = min(len(g["rho"]), max(4 * g["cut"], 60))
     t = np.arange(last)
@@ -413,11 +413,11 @@ def plot_rank(draws,       # (chain, draw) or (chain, draw, dim)
 
 # %% ../nbs/04b_diagnostics.ipynb #961d0313
 def fig_split_rhat(n_draws=1000,  # draws per chain
-                   seed=0,        # seed
+                   rng=0,        # seed
                   ):
     "Two failure modes (Fig. 12.21): chains at different locations, and non-stationary chains that only split R-hat detects."
     from bayesnotes.plotting import new_figure, COLORS
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     t = np.linspace(-1, 1, n_draws)
     shifted = rng.normal(size=(2, n_draws)) + np.array([[0.0], [1.5]])
     drifting = rng.normal(size=(2, n_draws)) * 0.5 + np.array([[2.0], [-2.0]]) * t
@@ -435,10 +435,10 @@ def fig_split_rhat(n_draws=1000,  # draws per chain
 def fig_ar1_ess(phis=(-0.5, 0.0, 0.5, 0.8, 0.9, 0.95),  # AR(1) coefficients
                 n_draws=1000,                          # draws per chain (4 chains)
                 n_rep=40,                              # independent repetitions per phi
-                seed=0):                               # random seed
+                rng=0):                               # random seed
     "Estimated ESS of the mean against the exact S(1 - phi)/(1 + phi) for AR(1) chains, over repetitions."
     from bayesnotes.plotting import new_figure, COLORS
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     fig, ax = new_figure(width=5.5, height=3.6)
     S = 4 * n_draws
     for i, phi in enumerate(phis):

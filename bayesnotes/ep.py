@@ -1061,7 +1061,7 @@ def _glm_logjoint(X, ys, prior_var, link):
         return ll - 0.5 * anp.sum(w * w) / prior_var - 0.5 * len(w) * anp.log(2 * anp.pi * prior_var)
     return logp
 
-def compare_separable(seed:int=1,            # seed of chapter 1's `logistic_example`
+def compare_separable(data_rng=1,            # seed of chapter 1's `logistic_example`
                       prior_scale:float=10.0, # prior standard deviation of each weight
                       n_iter:int=1500,       # Adam steps for the variational fit
                       rng=0,                 # numpy Generator or seed for the variational fit and its ELBO
@@ -1070,7 +1070,7 @@ def compare_separable(seed:int=1,            # seed of chapter 1's `logistic_exa
     from bayesnotes.targets import logistic_regression
     from bayesnotes.vi import FullRankGaussian, advi, elbo, grid_posterior, laplace, logistic_example   # chapter 1
     rng = as_rng(rng)
-    X, y = logistic_example(seed=seed)
+    X, y = logistic_example(rng=data_rng)
     pv = float(check_positive("prior_scale", prior_scale)) ** 2
     t = logistic_regression(X, y, prior_scale)
     ref = grid_posterior(t)               # grid placed from the Laplace fit, border >= 20 nats below the peak

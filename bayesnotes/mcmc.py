@@ -24,7 +24,7 @@ from scipy import special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .targets import Target, as_target, correlated_gaussian, funnel, logistic_regression
-from .utils import as_rng, check_count, check_finite, check_positive, track
+from .utils import as_rng, check_count, check_finite, check_positive, spawn_rng, track
 from .plotting import new_figure, COLORS
 from .datasets import load_iris_2d
 from .diagnostics import rhat, ess_bulk, autocorr, e_bfmi as _e_bfmi, plot_trace, plot_rank
@@ -986,20 +986,20 @@ RWM_SCALES = (1.0, 8.0, 500.0)
 def run_rwm_mixture(scales=RWM_SCALES,  # proposal standard deviations tau
                     n_draws=1000,       # draws per chain
                     n_chains=4,         # chains, started overdispersed around 0
-                    seed=0):            # random seed
+                    rng=0):            # random seed
     "Random-walk Metropolis on the 1-d mixture for several proposal scales; returns {tau: draws (chain, draw)}."
     t = mixture_target()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     x0 = rng.normal(0, 20, size=(n_chains, 1))
     return {tau: sample("rwmh", t, x0, n_warmup=0, n_draws=n_draws, n_chains=n_chains, rng=rng, adapt=False,
                         step_size=tau).draws[..., 0] for tau in scales}
 
 def fig_rwm_mixture(scales=RWM_SCALES,  # proposal sds
                     n_draws=1000,       # draws
-                    seed=0,             # seed
+                    rng=0,             # seed
                    ):
     "Traces and histograms of random-walk Metropolis on the two-component mixture for tau = 1, 8, 500 (Fig. 12.1)."
-    runs = run_rwm_mixture(scales, n_draws, 1, seed)
+    runs = run_rwm_mixture(scales, n_draws, 1, rng)
     grid = np.linspace(-60, 60, 400)
     fig, axes = new_figure(2, len(scales), width=9, height=4.5, sharex="row", squeeze=False)
     for j, (tau, x) in enumerate(runs.items()):
@@ -1017,9 +1017,9 @@ def rwm_scaling(dim=50,                     # dimension of the standard Gaussian
                 ells=np.linspace(0.5, 5, 19),  # scaled proposal sizes ell = tau * sqrt(dim)
                 n_iter=600,                 # iterations per chain (after a start at stationarity)
                 n_chains=8,                 # chains per ell
-                seed=0):                    # random seed
+                rng=0):                    # random seed
     "Acceptance rate and expected squared jump per coordinate of RWM on N(0, I_dim) as a function of ell."
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     acc, esjd = [], []
     for ell in ells:
         tau = ell / np.sqrt(dim)
@@ -1037,10 +1037,10 @@ def rwm_scaling(dim=50,                     # dimension of the standard Gaussian
     return np.asarray(ells), np.array(acc), np.array(esjd)
 
 def fig_optimal_scaling(dim=50,  # dimension
-                        seed=0,  # seed
+                        rng=0,  # seed
                        ):
     "Efficiency (squared jump distance) of RWM against its acceptance rate: the optimum sits near 0.234 (tau = 2.38/sqrt(D))."
-    ells, acc, esjd = rwm_scaling(dim, seed=seed)
+    ells, acc, esjd = rwm_scaling(dim, rng=rng)
     fig, axes = new_figure(1, 2, width=9, height=3.4)
     ax = axes[0]
     ax.plot(ells, acc, "o", color=COLORS[0], label="simulated")
@@ -1059,10 +1059,10 @@ def fig_optimal_scaling(dim=50,  # dimension
 # %% ../nbs/04_mcmc.ipynb #8a17ec03
 def rwm_mixing_plot(scale=8.0,      # proposal standard deviation
                     n_draws=2000,   # draws
-                    seed=0):        # random seed
+                    rng=0):        # random seed
     "Trace, histogram and autocorrelation of random-walk Metropolis on the 1-d mixture for one proposal scale."
     res = sample("rwmh", mixture_target(), np.zeros((4, 1)), n_warmup=0, n_draws=n_draws, n_chains=4,
-                 rng=seed, adapt=False, step_size=scale)
+                 rng=rng, adapt=False, step_size=scale)
     x = res.draws[..., 0]
     fig, axes = new_figure(1, 3, width=11, height=3.0)
     axes[0].plot(x[0], lw=0.6); axes[0].set_xlabel("iteration"); axes[0].set_ylabel("x")
@@ -1108,11 +1108,11 @@ def gibbs_gaussian(mean,            # mean of the Gaussian target, shape (d,)
 # %% ../nbs/04_mcmc.ipynb #014dcd0e
 def fig_gibbs_zigzag(rho=0.95,    # correlation
                      n_draws=30,  # sweeps
-                     seed=1,      # seed
+                     rng=1,      # seed
                     ):
     "Gibbs sampling a strongly correlated bivariate Gaussian moves in small axis-parallel steps (Fig. 12.8)."
     cov = np.array([[1.0, rho], [rho, 1.0]])
-    _, path = gibbs_gaussian(np.zeros(2), cov, n_draws, rng=seed, x0=np.array([-2.5, -2.0]))
+    _, path = gibbs_gaussian(np.zeros(2), cov, n_draws, rng=rng, x0=np.array([-2.5, -2.0]))
     fig, ax = new_figure(width=4.5, height=4.5)
     g = np.linspace(-3, 3, 200)
     G = np.stack(np.meshgrid(g, g), -1)
@@ -1149,10 +1149,10 @@ def gibbs_mixture_1d(n_draws=1000,         # draws per chain
 
 # %% ../nbs/04_mcmc.ipynb #c08b0b05
 def fig_gibbs_mixture(n_draws=1000,  # draws
-                      seed=0,        # seed
+                      rng=0,        # seed
                      ):
     "Gibbs sampling the 1-d mixture through its indicator z: samples coloured by z and the histogram (Fig. 12.7)."
-    x, z = gibbs_mixture_1d(n_draws, 1, rng=seed)
+    x, z = gibbs_mixture_1d(n_draws, 1, rng=rng)
     fig, axes = new_figure(1, 2, width=9, height=3.2)
     for k in (0, 1):
         sel = z[0] == k
@@ -1167,12 +1167,12 @@ def fig_gibbs_mixture(n_draws=1000,  # draws
 # %% ../nbs/04_mcmc.ipynb #1a61876f
 def fig_acf_mixture(max_lag=40,   # largest lag shown
                     n_draws=2000, # draws per chain (4 chains per sampler)
-                    seed=0,       # random seed
+                    rng=0,       # random generator or seed (SPEC 7)
                     runs=None):   # precomputed {name: draws (chain, draw)}, e.g. from `run_rwm_mixture`
     "Autocorrelation functions of the three random-walk samplers and the Gibbs sampler on the mixture (Fig. 12.22)."
     if runs is None:
-        runs = run_rwm_mixture(RWM_SCALES, n_draws, 4, seed)
-        runs["Gibbs"] = gibbs_mixture_1d(n_draws, 4, rng=seed)[0]
+        runs = run_rwm_mixture(RWM_SCALES, n_draws, 4, rng)
+        runs["Gibbs"] = gibbs_mixture_1d(n_draws, 4, rng=rng)[0]
     fig, axes = new_figure(1, 4, width=10, height=2.6, sharey=True)
     for ax, (name, x), c in zip(axes, runs.items(), COLORS):
         acf = autocorr(x, max_lag=max_lag, combined=True)
@@ -1244,10 +1244,10 @@ from .datasets import ising_test_image   # the same test image as the CAVI examp
 # %% ../nbs/04_mcmc.ipynb #ca5dbcf0
 def fig_ising(J=1.0,      # coupling
               sigma=2.0,  # noise sd
-              seed=0,     # seed
+              rng=0,     # seed
              ):
     "Ising-prior denoising with checkerboard Gibbs: a sample after 1 and 5 sweeps and the mean of 15 sweeps (Fig. 12.6)."
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     x = ising_test_image()
     y = x + sigma * rng.normal(size=x.shape)
     s = ising_gibbs(y, J, sigma, 15, rng)
@@ -1385,13 +1385,13 @@ def gmm_data(n=300,  # points
 # %% ../nbs/04_mcmc.ipynb #458922ec
 def fig_gibbs_gmm(n_chains=4,   # random initialisations
                   n_sweeps=20,  # sweeps
-                  seed=0,       # seed
+                  rng=0,       # seed
                  ):
     "Log p(D | z, theta) per sweep of vanilla vs collapsed Gibbs for a K = 4 mixture of 2-d Gaussians, N = 300 (Fig. 12.10)."
-    X = gmm_data(300, 4, rng=seed)
+    X = gmm_data(300, 4, rng=rng)
     fig, ax = new_figure(width=6, height=3.6)
     for collapsed, c, name in ((False, COLORS[0], "vanilla"), (True, COLORS[1], "collapsed")):
-        tr, _ = gibbs_gmm(X, 4, n_sweeps, rng=seed + 1, n_chains=n_chains, collapsed=collapsed)
+        tr, _ = gibbs_gmm(X, 4, n_sweeps, rng=spawn_rng(rng, 1), n_chains=n_chains, collapsed=collapsed)
         ax.plot(np.arange(1, n_sweeps + 1), tr.T, color=c, lw=1, alpha=0.7)
         ax.plot([], [], color=c, label=name)
     ax.set_xlabel("sweep"); ax.set_ylabel(r"$\log p(\mathcal{D}\mid z,\theta)$"); ax.legend()
@@ -1410,11 +1410,11 @@ def _norm_lp(x, m, s):
     return -0.5 * ((x - m) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)
 
 def fig_slice_1d(n_draws=2000,  # draws per chain
-                 seed=0,        # seed
+                 rng=0,        # seed
                 ):
     "Slice sampling a bimodal 1-d density: histogram of the draws against the density (Fig. 12.11b)."
     t = slice_demo_target()
-    res = sample("slice", t, np.zeros(1), n_warmup=200, n_draws=n_draws, n_chains=4, rng=seed)
+    res = sample("slice", t, np.zeros(1), n_warmup=200, n_draws=n_draws, n_chains=4, rng=rng)
     fig, ax = new_figure(width=5, height=3.2)
     g = np.linspace(-5, 6, 300)
     ax.hist(res.draws.ravel(), bins=60, density=True, alpha=0.6, color=COLORS[0], label="slice sampler")
@@ -1445,14 +1445,14 @@ def binomial_logistic_target(x=BIOASSAY[0],  # doses (log g/ml)
     return Target(logp, 2, name="binomial logistic regression (bioassay)", batched=True, vg_batch=vg)
 
 def fig_slice_binomial(n_draws=1000,  # draws per chain
-                       seed=0,        # seed
+                       rng=0,        # seed
                       ):
     "Binomial logistic regression (bioassay data): grid posterior vs slice-sampler draws (Fig. 12.12)."
     t = binomial_logistic_target()
     b1, b2 = np.linspace(-4, 8, 200), np.linspace(-10, 40, 200)
     B = np.stack(np.meshgrid(b1, b2), -1)
     lp = _density_grid(t, B)
-    res = sample("slice", t, np.array([0.5, 5.0]), n_warmup=300, n_draws=n_draws, n_chains=4, rng=seed)
+    res = sample("slice", t, np.array([0.5, 5.0]), n_warmup=300, n_draws=n_draws, n_chains=4, rng=rng)
     fig, axes = new_figure(1, 2, width=9, height=3.6, sharex=True, sharey=True)
     axes[0].contourf(b1, b2, np.exp(lp - lp.max()), levels=12, cmap="Blues")
     axes[0].set_title("grid approximation")
@@ -1508,11 +1508,11 @@ def simulated_annealing(energy,         # energy function E(x) of one point (d,)
 def fig_annealing(n_iter=100,   # iterations
                   cooling=0.9,  # gamma
                   scale=10.0,   # proposal sd
-                  seed=1,       # seed
+                  rng=1,       # seed
                  ):
     "Simulated annealing on the peaks function: tempered densities, temperature schedule and visited points (Figs. 12.2-12.4)."
     energy = lambda v: -np.log(np.abs(peaks(v[0], v[1])) + 1e-300)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     path, temps, best = simulated_annealing(energy, np.array([-2.0, -2.0]), n_iter, rng, T0=1.0,
                                             cooling=cooling, scale=scale, bounds=(-3.0, 3.0))
     g = np.linspace(-3, 3, 150)
@@ -1559,10 +1559,10 @@ def hmc_trajectory_plot(step_size=0.15,   # leapfrog step size
                         n_steps=20,       # leapfrog steps per trajectory
                         n_traj=6,         # trajectories drawn (each a fresh momentum)
                         rho=0.95,         # correlation of the 2-d Gaussian target
-                        seed=0):          # random seed
+                        rng=0):          # random seed
     "HMC on a correlated 2-d Gaussian: successive trajectories, accepted end points and acceptance probabilities."
     t = correlated_gaussian(rho)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     x = np.array([-1.5, -1.0])
     fig, ax = new_figure(width=4.8, height=4.8)
     g = np.linspace(-3, 3, 200)
@@ -1588,11 +1588,11 @@ def fig_hmc_trajectories():
 
 # %% ../nbs/04_mcmc.ipynb #96358eb8
 def fig_warmup(n_warmup=500,  # warm-up iterations
-               seed=0,        # seed
+               rng=0,        # seed
               ):
     "Step size of four NUTS chains during Stan-style warm-up on a Gaussian with scales 1 and 10; slow windows shaded."
     t = correlated_gaussian(0.0, scales=(1.0, 10.0))
-    res = sample("nuts", t, None, n_warmup, 100, 4, rng=seed)
+    res = sample("nuts", t, None, n_warmup, 100, 4, rng=rng)
     fig, ax = new_figure(width=7, height=3.2)
     for s, e in warmup_schedule(n_warmup):
         ax.axvspan(s, e, color="0.92", lw=0)
@@ -1614,22 +1614,22 @@ def funnel_noncentred(dim=10,     # dimension (v plus dim-1 x's)
 def run_funnel(dim=2,         # dimension
                n_warmup=120,  # warm-up
                n_draws=250,   # draws
-               seed=0,        # seed
+               rng=0,        # seed
               ):
     "NUTS on the centred and the non-centred funnel; returns {name: (v draws, x1 draws, divergent flags)}."
     out = {}
-    res = sample("nuts", funnel(dim), None, n_warmup, n_draws, 4, rng=seed)
+    res = sample("nuts", funnel(dim), None, n_warmup, n_draws, 4, rng=rng)
     out["centred"] = (res.draws[..., 0], res.draws[..., 1], res.stats.divergent)
-    res = sample("nuts", funnel_noncentred(dim), None, n_warmup, n_draws, 4, rng=seed)
+    res = sample("nuts", funnel_noncentred(dim), None, n_warmup, n_draws, 4, rng=rng)
     v = res.draws[..., 0]
     out["non-centred"] = (v, res.draws[..., 1] * np.exp(v / 2), res.stats.divergent)
     return out
 
 def fig_funnel(dim=2,   # dimension
-               seed=0,  # seed
+               rng=0,  # seed
               ):
     "Neal's funnel: NUTS draws from the centred parameterisation (divergences in red) vs the non-centred one (Fig. 12.23)."
-    runs = run_funnel(dim, seed=seed)
+    runs = run_funnel(dim, rng=rng)
     fig, axes = new_figure(1, 3, width=11, height=3.4)
     for ax, (name, (v, x, div)) in zip(axes, runs.items()):
         ax.plot(x.ravel(), v.ravel(), ".", ms=1.5, alpha=0.4, color=COLORS[0])
@@ -1648,11 +1648,11 @@ def fig_funnel(dim=2,   # dimension
 def iris_logistic(n_pos=50,       # virginica flowers kept
                   n_neg=50,       # other flowers kept
                   prior_sd=10.0,  # prior sd of (b, w1, w2)
-                  seed=0,         # class sizes, prior sd, seed for the subsample
+                  rng=0,         # class sizes, prior sd, seed for the subsample
                  ):
     "Virginica vs rest on sepal length and width, centred features: (Target over (b, w1, w2), X raw, y, centre)."
     X, y = load_iris_2d(pair=None, features=(0, 1))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng)
     pos = rng.choice(np.flatnonzero(y == 1), n_pos, replace=False)
     neg = rng.choice(np.flatnonzero(y == 0), n_neg, replace=False)
     idx = np.concatenate([pos, neg])
@@ -1663,13 +1663,13 @@ def iris_logistic(n_pos=50,       # virginica flowers kept
     t.name = "iris logistic regression"
     return t, X, y, centre
 
-def fig_iris_boundaries(seed=0):  # random seed
+def fig_iris_boundaries(rng=0):  # random seed
     "Posterior over logistic-regression decision boundaries on iris (virginica vs rest), balanced vs 5/45 classes (Fig. 15.8)."
     fig, axes = new_figure(1, 2, width=10, height=4, sharex=True, sharey=True)
     x1 = np.linspace(4, 8.2, 100)
     for ax, (npos, nneg) in zip(axes, ((50, 50), (5, 45))):
-        t, X, y, c = iris_logistic(npos, nneg, seed=seed)
-        res = sample("nuts", t, np.zeros(3), n_warmup=200, n_draws=200, n_chains=4, rng=seed)
+        t, X, y, c = iris_logistic(npos, nneg, rng=rng)
+        res = sample("nuts", t, np.zeros(3), n_warmup=200, n_draws=200, n_chains=4, rng=rng)
         w = res.draws.reshape(-1, 3)
         # boundary b + w1 (x1 - c1) + w2 (x2 - c2) = 0  =>  x2 = c2 - (b + w1 (x1 - c1)) / w2
         lines = c[1] - (w[:, :1] + w[:, 1:2] * (x1 - c[0])) / w[:, 2:3]
@@ -1705,31 +1705,31 @@ _UNIGAUSS_CACHE = {}
 def run_unigauss(prior="diffuse",   # prior name
                  n_draws=500,       # draws per chain
                  n_chains=3,        # chains
-                 seed=0):           # random seed
+                 rng=0):           # random seed
     "HMC (5 leapfrog steps, adapted step size and metric) on the two-point model; cached so figures share the runs."
-    key = (prior, n_draws, n_chains, seed)
+    key = (prior, n_draws, n_chains, rng)
     if key not in _UNIGAUSS_CACHE:
-        x0 = np.random.default_rng(seed).normal(0, 1, size=(n_chains, 2))
+        x0 = np.random.default_rng(rng).normal(0, 1, size=(n_chains, 2))
         _UNIGAUSS_CACHE[key] = sample("hmc", unigauss_target(prior), x0, n_warmup=150, n_draws=n_draws,
-                                      n_chains=n_chains, rng=seed, n_steps=5)
+                                      n_chains=n_chains, rng=rng, n_steps=5)
     return _UNIGAUSS_CACHE[key]
 
-def fig_trace_priors(seed=0):  # random seed
+def fig_trace_priors(rng=0):  # random seed
     "Trace plots of alpha and sigma under the diffuse and the sensible prior (Figs. 12.17 and 12.18)."
     from bayesnotes.plotting import new_figure
     fig, axes = new_figure(4, 2, width=9, height=8, squeeze=False, gridspec_kw={"width_ratios": [1, 2.5]})
     for i, prior in enumerate(("diffuse", "sensible")):
-        res = run_unigauss(prior, seed=seed)
+        res = run_unigauss(prior, rng=rng)
         d = res.draws.copy(); d[..., 1] = np.exp(d[..., 1])
         plot_trace(d, [f"alpha ({prior})", f"sigma ({prior})"], res.stats.divergent,
                    fig_axes=(fig, axes[2 * i:2 * i + 2]))
     return fig
 
-def fig_rank_priors(seed=0):  # random seed
+def fig_rank_priors(rng=0):  # random seed
     "Rank (trank) plots of alpha and sigma under the two priors (Figs. 12.19 and 12.20)."
     from bayesnotes.plotting import new_figure
     fig, axes = new_figure(2, 2, width=9, height=6, squeeze=False)
     for i, prior in enumerate(("diffuse", "sensible")):
-        res = run_unigauss(prior, seed=seed)
+        res = run_unigauss(prior, rng=rng)
         plot_rank(res.draws, [f"alpha ({prior})", f"log sigma ({prior})"], axes=axes[i])
     return fig

@@ -79,10 +79,10 @@ def estimate_pi(n:int,             # number of uniform points
 
 # %% ../nbs/03_montecarlo.ipynb #7ab06920
 def fig_pi(n:int=5000, # number of uniform points
-           seed:int=0, # random seed
+           rng=0, # random generator or seed (SPEC 7)
           ):
     "Points inside/outside the unit disc, and the running estimate of pi with its 95% band."
-    res = estimate_pi(n, seed)
+    res = estimate_pi(n, rng)
     fig, (ax0, ax1) = new_figure(1, 2, width=9.0, height=4.0)
     p, ins = res.points, res.inside
     ax0.plot(p[ins, 0], p[ins, 1], ".", ms=2, color=COLORS[0], label="inside")
@@ -106,10 +106,10 @@ def fig_pi(n:int=5000, # number of uniform points
 def fig_mc_accuracy(mean:float=1.5,  # mean of the Gaussian
                     var:float=0.25,  # variance of the Gaussian
                     sizes=(10, 100), # sample sizes, one column each
-                    seed:int=0,      # random seed
+                    rng=0,      # random generator or seed (SPEC 7)
                    ):
     "Histograms (top) and kernel density estimates (bottom) of small Gaussian samples vs the true pdf."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     sd = math.sqrt(var)
     grid = np.linspace(mean - 4 * sd, mean + 4 * sd, 300)
     pdf = stats.norm(mean, sd).pdf(grid)
@@ -148,12 +148,12 @@ def inverse_cdf_sample(ppf:Callable, # vectorised quantile function F^{-1}: (n,)
 # %% ../nbs/03_montecarlo.ipynb #23fba9e4
 def fig_inverse_cdf(rate:float=1.0, # exponential rate lambda
                     n:int=5000,     # draws for the histogram
-                    seed:int=0,     # random seed
+                    rng=0,     # random generator or seed (SPEC 7)
                    ):
     "Inverse-CDF sampling of an exponential: the CDF with a few u -> F^{-1}(u) maps, and the resulting histogram."
     rate = float(check_positive("rate", rate))
     ppf = lambda u: -np.log1p(-u) / rate
-    x = inverse_cdf_sample(ppf, n, seed)
+    x = inverse_cdf_sample(ppf, n, rng)
     grid = np.linspace(0, 5 / rate, 300)
     fig, (ax0, ax1) = new_figure(1, 2, width=9.0, height=3.8)
     ax0.plot(grid, 1 - np.exp(-rate * grid), color=COLORS[0], label="$F(x) = 1 - e^{-\\lambda x}$")
@@ -194,10 +194,10 @@ def box_muller(n:int,            # number of standard normal draws
 
 # %% ../nbs/03_montecarlo.ipynb #8b6c17b2
 def fig_box_muller(n:int=2000, # pairs proposed in the left panel / draws in the others
-                   seed:int=0, # random seed
+                   rng=0, # random generator or seed (SPEC 7)
                   ):
     "Polar Box-Muller: uniform points in the disc, the resulting N(0,1) histogram, and a Cholesky-correlated cloud."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     z = rng.uniform(-1, 1, size=(n, 2))
     keep = np.sum(z**2, axis=1) <= 1
     g = box_muller(2 * n, rng)
@@ -321,11 +321,11 @@ def gamma_envelope(shape:float=5.7, # Gamma shape alpha >= 1
 def fig_gamma_rejection(shape:float=5.7, # Gamma shape alpha
                         rate:float=2.0,  # Gamma rate lambda
                         n:int=3000,      # accepted draws for the histogram
-                        seed:int=0,      # random seed
+                        rng=0,      # random generator or seed (SPEC 7)
                        ):
     "Target Ga(alpha, lambda), its envelope M Ga(floor(alpha), lambda-1) touching at alpha - floor(alpha), and accepted draws."
     env = gamma_envelope(shape, rate)
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     M = math.exp(env.log_M)
     grid = np.linspace(1e-3, env.target.ppf(0.9995) * 1.6, 400)
     xs = env.proposal.rvs(size=600, random_state=rng)
@@ -357,10 +357,10 @@ def fig_gamma_rejection(shape:float=5.7, # Gamma shape alpha
 def fig_rejection_dimension(ratios=(1.01, 1.1, 1.5), # proposal/target scale ratios sigma_q / sigma_p (>= 1)
                             dims=(1, 2, 5, 10, 20),  # dimensions checked by actual rejection sampling
                             n:int=400,               # accepted draws per check
-                            seed:int=0,              # random seed
+                            rng=0,              # random generator or seed (SPEC 7)
                            ):
     "Acceptance rate (sigma_p/sigma_q)^D of Gaussian rejection sampling vs dimension, with empirical checks."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     D = np.unique(np.round(np.logspace(0, 3, 200)).astype(int))
     fig, ax = new_figure(width=6.5, height=4.0)
     for i, s in enumerate(ratios):
@@ -471,11 +471,11 @@ def adaptive_rejection_sample(log_target:Callable, # log-concave log density, ve
 
 # %% ../nbs/03_montecarlo.ipynb #829edac5
 def fig_adaptive_rejection(n:int=5000, # draws
-                           seed:int=0, # random seed
+                           rng=0, # random generator or seed (SPEC 7)
                           ):
     "Adaptive rejection sampling of a half-Gaussian: the tangent hull of log p before and after adaptation, and the draws."
     h = lambda x: -0.5 * x**2
-    res = adaptive_rejection_sample(h, n, seed, init=(0.5, 2.0), bounds=(0.0, np.inf))
+    res = adaptive_rejection_sample(h, n, rng, init=(0.5, 2.0), bounds=(0.0, np.inf))
     grid = np.linspace(0, 4, 400)
     fig, (ax0, ax1) = new_figure(1, 2, width=10.0, height=3.9)
     ax0.plot(grid, h(grid), color="k", lw=2, label=r"$\log \tilde p(x) = -x^2/2$")
@@ -549,13 +549,13 @@ def gaussian_proposal_efficiency(scale:float, # proposal/target standard deviati
 
 # %% ../nbs/03_montecarlo.ipynb #0a7543ef
 def fig_importance_tails(n:int=20_000, # draws per proposal
-                         seed:int=2,   # random seed
+                         rng=2,   # random generator or seed (SPEC 7)
                         ):
     "Importance sampling of E[X^2] under N(0,1) with a light-tailed, a wide and a heavy-tailed proposal."
     target = stats.norm()
     props = {"N(0, 0.6$^2$), light tails": stats.norm(0, 0.6), "N(0, 2$^2$)": stats.norm(0, 2.0),
              "Cauchy, heavy tails": stats.cauchy()}
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     grid = np.linspace(-6, 6, 400)
     fig, axes = new_figure(1, 3, width=13.0, height=3.9)
     axes[0].plot(grid, target.pdf(grid), color="k", lw=2, label="target N(0, 1)")
@@ -634,10 +634,10 @@ def antithetic_estimate(f:Callable, # vectorised integrand on [0, 1]^dim: (n,) o
 # %% ../nbs/03_montecarlo.ipynb #9b9a00eb
 def fig_variance_reduction(n_reps:int=1000, # independent replications of each estimator
                            S:int=1500,      # evaluations of f per estimate
-                           seed:int=0,      # random seed
+                           rng=0,      # random generator or seed (SPEC 7)
                           ):
     "Sampling distributions of plain MC, control-variate and antithetic estimates of E[1/(1+U)] = ln 2."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     f = lambda u: 1.0 / (1.0 + u)
     ln2 = math.log(2)
     U = rng.random((n_reps, S))
@@ -738,12 +738,12 @@ def _exp_product(u):
 
 # %% ../nbs/03_montecarlo.ipynb #3deb9e04
 def fig_qmc_points(n:int=256, # points per panel (a power of 2)
-                   seed:int=0, # random seed
+                   rng=0, # random generator or seed (SPEC 7)
                   ):
     "Independent uniforms, Sobol' points and scrambled Sobol' points (randomised QMC) in the unit square."
-    sets = {"Monte Carlo": qmc_points(n, 2, seed, "mc"),
-            "Sobol' (QMC)": qmc_points(n, 2, seed, "sobol", None),
-            "scrambled Sobol' (RQMC)": qmc_points(n, 2, seed, "sobol", "scramble")}
+    sets = {"Monte Carlo": qmc_points(n, 2, rng, "mc"),
+            "Sobol' (QMC)": qmc_points(n, 2, rng, "sobol", None),
+            "scrambled Sobol' (RQMC)": qmc_points(n, 2, rng, "sobol", "scramble")}
     fig, axes = new_figure(1, 3, width=12.0, height=4.2)
     k = int(round(math.sqrt(n)))
     for i, (ax, (name, x)) in enumerate(zip(axes, sets.items())):
@@ -758,10 +758,10 @@ def fig_qmc_points(n:int=256, # points per panel (a power of 2)
 def fig_qmc_error(dim:int=3,        # dimension of the integral
                   max_log2:int=14,  # largest N is 2**max_log2
                   n_reps:int=16,    # randomisations per N (RMSE over replicates)
-                  seed:int=0,       # random seed
+                  rng=0,       # random generator or seed (SPEC 7)
                  ):
     "Error vs N on a log-log scale for MC, Halton, Sobol', shifted and scrambled Sobol' on a smooth integrand."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     N = 2 ** np.arange(4, max_log2 + 1)
     runs = {"Monte Carlo": ("mc", None), "Halton, scrambled": ("halton", "scramble"),
             "Sobol', random shift": ("sobol", "shift"), "Sobol', digital shift": ("sobol", "digital_shift"),
@@ -786,10 +786,10 @@ def fig_qmc_error(dim:int=3,        # dimension of the integral
 def fig_proposal_width(scale:float=1.5, # proposal/target standard deviation ratio s
                        dim:int=1,       # dimension D
                        n:int=4000,      # draws for the simulated check
-                       seed:int=0,      # random seed
+                       rng=0,      # random generator or seed (SPEC 7)
                       ):
     "Rejection acceptance and IS ESS fraction vs proposal width for N(0, I_D), with a simulated check at `scale`."
-    s = float(check_positive("scale", scale)); D = check_count("dim", dim); rng = as_rng(seed)
+    s = float(check_positive("scale", scale)); D = check_count("dim", dim); rng = as_rng(rng)
     target = stats.multivariate_normal(np.zeros(D))
     prop = stats.multivariate_normal(np.zeros(D), s**2 * np.eye(D))
     logp = lambda x: np.atleast_1d(target.logpdf(x))

@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .utils import as_rng, check_count, check_positive, track
+from .utils import as_rng, check_count, check_positive, spawn_rng, track
 from .core import log_normalize, ess
 from .plotting import new_figure, COLORS
 from .targets import Target
@@ -375,9 +375,10 @@ def resample(W,                     # normalised weights, shape (N,)
 
 # %% ../nbs/05_smc.ipynb #4ef1a00e
 def fig_resampling(N:int=8,  # number of particles
-                   seed:int=3): # random seed
+                   rng=3): # random seed
     "Inverse-CDF view of the four resampling schemes on the same random weights."
-    rng = as_rng(seed)
+    rng_u = spawn_rng(rng, 1)   # the stream of the uniforms, apart from the weights'
+    rng = as_rng(rng)
     W = rng.gamma(1.0, size=N); W /= W.sum()
     cum = np.concatenate([[0], np.cumsum(W)])
     fig, axes = new_figure(1, 4, width=13, height=3.2, sharey=True)
@@ -388,13 +389,13 @@ def fig_resampling(N:int=8,  # number of particles
             res = N * W - kept; R = N - kept.sum()
             cres = np.cumsum(res) / res.sum()
             ax.stairs(cres, np.arange(N + 1) - 0.5, baseline=None, color="0.5", ls="--", lw=1.2)
-            u = np.sort(as_rng(seed + 1).random(R))
+            u = np.sort(as_rng(rng_u).random(R))
             ax.plot(_inverse_cdf(u, res / res.sum()), u, "o", color=COLORS[1], ms=5)
             ax.set_title(f"{name}: kept {kept.tolist()}\n+ {R} draws from the residual CDF")
         else:
-            u = {"multinomial": np.sort(as_rng(seed + 1).random(N)),
-                 "stratified": (np.arange(N) + as_rng(seed + 1).random(N)) / N,
-                 "systematic": (np.arange(N) + as_rng(seed + 1).random()) / N}[name]
+            u = {"multinomial": np.sort(as_rng(rng_u).random(N)),
+                 "stratified": (np.arange(N) + as_rng(rng_u).random(N)) / N,
+                 "systematic": (np.arange(N) + as_rng(rng_u).random()) / N}[name]
             ax.plot(_inverse_cdf(u, W), u, "o", color=COLORS[0], ms=5)
             ax.set_title(f"{name}\noffspring {np.bincount(_inverse_cdf(u, W), minlength=N).tolist()}")
         ax.set_xlabel("particle index m")
@@ -592,12 +593,12 @@ def nonmarkov_ssm(phi:float=0.9, # autoregression of z_t
 # %% ../nbs/05_smc.ipynb #3fba1b57
 def fig_degeneracy(T:int=6,  # number of time steps
                    N:int=5,  # number of particles
-                   seed:int=2): # random seed
+                   rng=2): # random seed
     "Weights of SIS vs SMC (resampling at every step) on the non-Markovian model, and the SMC genealogy."
     ssm = nonmarkov_ssm()
-    _, y = ssm.simulate(T, rng=seed)
-    sis = smc(guided_model(ssm, y), N, seed + 1, ess_threshold=0.0, store_history=True)
-    sir = smc(guided_model(ssm, y), N, seed + 1, ess_threshold=1.0, store_history=True)
+    _, y = ssm.simulate(T, rng=rng)
+    sis = smc(guided_model(ssm, y), N, spawn_rng(rng, 1), ess_threshold=0.0, store_history=True)
+    sir = smc(guided_model(ssm, y), N, spawn_rng(rng, 1), ess_threshold=1.0, store_history=True)
     fig, axes = new_figure(1, 3, width=12, height=3.4)
     for ax, res, title in ((axes[0], sis, "SIS: normalised weights"),
                            (axes[1], sir, "SMC, resampling every step")):
@@ -626,12 +627,12 @@ def fig_degeneracy(T:int=6,  # number of time steps
 def fig_weight_degeneracy(T:int=100,    # number of time steps
                           N:int=200,    # number of particles
                           n_runs:int=12, # independent runs per method
-                          seed:int=0):  # random seed
+                          rng=0):  # random seed
     "ESS over time and spread of log Z estimates for SIS vs adaptive SMC on the non-Markovian model."
     ssm = nonmarkov_ssm()
-    _, y = ssm.simulate(T, rng=seed)
+    _, y = ssm.simulate(T, rng=rng)
     logZ = ssm.kalman_filter(y).log_evidence
-    rng = as_rng(seed + 1)
+    rng = as_rng(spawn_rng(rng, 1))
     fig, axes = new_figure(1, 2, width=10, height=3.4)
     errs = {}
     for i, (name, thr) in enumerate((("SIS (never resample)", 0.0), ("SMC, resample if ESS < N/2", 0.5))):
@@ -656,11 +657,11 @@ def _ar1_example(T=50, seed=1):
 def fig_kalman_check(N:int=1000,      # particles for the filtering plot
                      Ns=(50, 200, 800), # particle numbers for the variance of log Z_hat
                      n_runs:int=20,   # runs per particle number
-                     seed:int=0):     # random seed
+                     rng=0):     # random seed
     "Bootstrap filter vs the exact Kalman filter: filtering means and the spread of log Z_hat."
     ssm, x, y = _ar1_example()
     kf = ssm.kalman_filter(y)
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     pf = bootstrap_filter(ssm, y, N, rng)
     fig, axes = new_figure(1, 2, width=11, height=3.6, gridspec_kw={"width_ratios": [2, 1]})
     t = np.arange(len(y)); sd = np.sqrt(kf.covs[:, 0, 0])
@@ -684,12 +685,12 @@ def fig_kalman_check(N:int=1000,      # particles for the filtering plot
 def fig_guided_ess(T:int=50,    # number of time steps
                    N:int=200,   # number of particles
                    R:float=0.05, # observation noise variance (small: informative data)
-                   seed:int=0):  # random seed
+                   rng=0):  # random seed
     "ESS per step of the bootstrap and the guided (locally optimal) filter on a linear-Gaussian model."
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=R, P0=1 / (1 - 0.81))
-    _, y = ssm.simulate(T, rng=seed)
+    _, y = ssm.simulate(T, rng=rng)
     logZ = ssm.kalman_filter(y).log_evidence
-    rng = as_rng(seed + 1)
+    rng = as_rng(spawn_rng(rng, 1))
     fig, ax = new_figure(width=7, height=3.4)
     for i, (name, model) in enumerate((("bootstrap", bootstrap_model(ssm, y)), ("guided", guided_model(ssm, y)))):
         res = smc(model, N, rng, ess_threshold=1.0)
@@ -756,11 +757,11 @@ def tracker_ssm(delta:float=0.3, # step size of the discretised dynamics
 
 def fig_tracker(T:int=100,   # number of time steps
                 N:int=2000,  # number of particles
-                seed:int=0): # random seed
+                rng=0): # random seed
     "True path, observations and the bootstrap filter's posterior mean for the 2-d tracker."
     ssm = tracker_ssm()
-    x, y = ssm.simulate(T, rng=seed)
-    res = bootstrap_filter(ssm, y, N, seed + 1)
+    x, y = ssm.simulate(T, rng=rng)
+    res = bootstrap_filter(ssm, y, N, spawn_rng(rng, 1))
     fig, axes = new_figure(1, 2, width=10, height=4.2, sharex=True, sharey=True)
     for ax in axes:
         ax.plot(x[:, 0], x[:, 1], color="k", lw=1.2, label="true state")
@@ -911,10 +912,10 @@ def bimodal_target(c:float=5.):  # strength of the energy c (theta^2 - 1)^2
 # %% ../nbs/05_smc.ipynb #152687f8
 def fig_tempering(N:int=1000,   # number of particles
                   ess_target:float=0.95, # ESS kept at each tempering step, as a fraction of N
-                  seed:int=0):  # random seed
+                  rng=0):  # random seed
     "Bimodal target: tempered densities, the SMC sample and the adaptive temperature schedule."
     log_prior, log_lik, prior_sample = bimodal_target()
-    res = tempered_smc(log_prior, log_lik, prior_sample, N, seed, ess_target=ess_target)
+    res = tempered_smc(log_prior, log_lik, prior_sample, N, rng, ess_target=ess_target)
     g = np.linspace(-2.5, 2.5, 401)[:, None]
     fig, axes = new_figure(1, 3, width=12, height=3.4)
     for i, lam in enumerate(np.linspace(0, 1, 5)):
@@ -945,12 +946,12 @@ def _bimodal_mcmc(kernel, n_chains=4, n_warmup=100, n_draws=150, seed=0, c=5.0):
 def fig_mcmc_vs_smc(n_chains:int=4,  # chains per MCMC sampler (and SMC runs)
                     n_warmup:int=100, # MCMC warm-up iterations
                     n_draws:int=150,  # MCMC draws per chain
-                    seed:int=0):      # random seed
+                    rng=0):      # random seed
     "HMC and NUTS chains started at theta = 1 on the bimodal target vs tempered SMC: mass found in the left mode."
     fig, axes = new_figure(1, 3, width=12, height=3.4)
     left = {}
     for ax, kernel in zip(axes[:2], ("hmc", "nuts")):
-        d = _bimodal_mcmc(kernel, n_chains, n_warmup, n_draws, seed).draws[..., 0]
+        d = _bimodal_mcmc(kernel, n_chains, n_warmup, n_draws, rng).draws[..., 0]
         for c in range(n_chains):
             ax.plot(d[c], lw=0.7, color=COLORS[c])
         ax.set_title(f"{kernel.upper()}, {n_chains} chains from $\\theta_0 = 1$")
@@ -958,7 +959,7 @@ def fig_mcmc_vs_smc(n_chains:int=4,  # chains per MCMC sampler (and SMC runs)
         left[kernel.upper()] = (d < 0).mean(axis=1)
     log_prior, log_lik, prior_sample = bimodal_target()
     left["tempered SMC"] = np.array([(lambda r: r.weights[r.particles[:, 0] < 0].sum())(
-        tempered_smc(log_prior, log_lik, prior_sample, 1000, seed + s, ess_target=0.95)) for s in range(n_chains)])
+        tempered_smc(log_prior, log_lik, prior_sample, 1000, spawn_rng(rng, s), ess_target=0.95)) for s in range(n_chains)])
     for i, (name, v) in enumerate(left.items()):
         axes[2].plot(np.full(len(v), i) + np.linspace(-0.15, 0.15, len(v)), v, "o", color=COLORS[i])
     axes[2].axhline(0.5, color="k", ls=":", lw=1)
@@ -1041,9 +1042,9 @@ def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
 def gaussian_ibis_example(T:int=30,      # number of observations
                           mu:float=3.14, # true mean
                           sigma:float=1., # true standard deviation
-                          seed:int=0):   # random seed for the data
+                          rng=0):   # random seed for the data
     "Data and (log_prior, log_lik, prior_sample) of the IBIS example: N(mu | 0, 1) Ga(sigma | 1, 1) prior."
-    y = mu + sigma * as_rng(seed).standard_normal(T)
+    y = mu + sigma * as_rng(rng).standard_normal(T)
     def log_prior(th):
         m, s = th[:, 0], th[:, 1]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -1059,11 +1060,11 @@ def gaussian_ibis_example(T:int=30,      # number of observations
 
 # %% ../nbs/05_smc.ipynb #8dd6be1f
 def fig_ibis(N:int=1000, # number of particles
-             seed:int=1): # random seed for the sampler
+             rng=1): # random seed for the sampler
     "IBIS on y ~ N(3.14, 1): the particle cloud after 1 and after 30 observations, and the ESS with its moves."
     y, (log_prior, log_lik, prior_sample) = gaussian_ibis_example()
-    res_1 = ibis(log_prior, log_lik, prior_sample, y[:1], N, seed)
-    res = ibis(log_prior, log_lik, prior_sample, y, N, seed)
+    res_1 = ibis(log_prior, log_lik, prior_sample, y[:1], N, rng)
+    res = ibis(log_prior, log_lik, prior_sample, y, N, rng)
     fig, axes = new_figure(1, 2, width=11, height=3.8)
     for r, lab, c in ((res_1, "after 1 observation", COLORS[1]), (res, f"after {len(y)} observations", COLORS[0])):
         axes[0].scatter(r.particles[:, 0], r.particles[:, 1], s=2 + 3000 * r.weights, alpha=0.4, color=c, label=lab)
@@ -1167,10 +1168,10 @@ def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th:
 # %% ../nbs/05_smc.ipynb #4a46c769
 def ar1_pmmh_example(T:int=30,     # number of observations
                      rho:float=0.7, # true autoregression
-                     seed:int=3):  # random seed for the data
+                     rng=3):  # random seed for the data
     "Data, model constructor and log prior of the PMMH example (unknown AR coefficient rho, uniform prior)."
     def ssm_of(r): return LinearGaussianSSM(A=r, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - r ** 2))
-    _, y = ssm_of(rho).simulate(T, rng=seed)
+    _, y = ssm_of(rho).simulate(T, rng=rng)
     def make_model(theta): return bootstrap_model(ssm_of(float(theta[0])), y)
     def log_prior(theta): return np.log(0.5) if abs(theta[0]) < 1 else -np.inf
     return y, ssm_of, make_model, log_prior
@@ -1186,11 +1187,11 @@ def fig_pmmh(result=None,      # an MCMCResult of the example (None: run `pmmh` 
              N:int=80,         # particles per likelihood estimate
              n_warmup:int=30,  # burn-in iterations
              n_draws:int=250,  # draws per chain
-             seed:int=0):      # random seed
+             rng=0):      # random seed
     "PMMH for the AR coefficient of the linear-Gaussian example: traces and posterior vs the exact (Kalman) posterior."
     from bayesnotes.diagnostics import summary
     y, ssm_of, make_model, log_prior = ar1_pmmh_example()
-    res = result if result is not None else pmmh(make_model, log_prior, x0=[[0.1], [0.9]], N=N, rng=seed,
+    res = result if result is not None else pmmh(make_model, log_prior, x0=[[0.1], [0.9]], N=N, rng=rng,
                                                  step_size=0.3, n_warmup=n_warmup, n_draws=n_draws)
     s = summary(res.draws, names=["rho"])
     grid = np.linspace(-0.99, 0.99, 199)
@@ -1210,12 +1211,12 @@ def loglik_spread(N:int=200,               # number of particles
                   ess_threshold:float=0.5, # resample when ESS < ess_threshold * N
                   resampling:str="systematic", # resampling scheme
                   n_runs:int=30,           # independent filter runs
-                  seed:int=0):             # random seed
+                  rng=0):             # random seed
     "Errors log Z_hat - log Z (Kalman) of repeated bootstrap filters on the 1-d example, and the mean number of resampling steps."
     n_runs = check_count("n_runs", n_runs, 2)
     ssm, _, y = _ar1_example()
     logZ = ssm.kalman_filter(y).log_evidence
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_runs)]
     return np.array([r.log_evidence - logZ for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
 
@@ -1223,9 +1224,9 @@ def fig_loglik_spread(N:int=200,               # number of particles
                       ess_threshold:float=0.5, # resample when ESS < ess_threshold * N
                       resampling:str="systematic", # resampling scheme
                       n_runs:int=30,           # independent filter runs
-                      seed:int=0):             # random seed
+                      rng=0):             # random seed
     "Histogram of log Z_hat - log Z for the bootstrap filter with the given settings."
-    err, n_rs = loglik_spread(N, ess_threshold, resampling, n_runs, seed)
+    err, n_rs = loglik_spread(N, ess_threshold, resampling, n_runs, rng)
     fig, ax = new_figure(width=6, height=3.2)
     ax.hist(err, bins=15, color=COLORS[0], alpha=0.7)
     ax.axvline(0, color="k", lw=1)

@@ -10,8 +10,8 @@ import numpy as np
 from scipy import linalg
 
 # %% auto #0
-__all__ = ['as_rng', 'check_finite', 'check_positive', 'check_count', 'check_shape', 'check_probability', 'check_spd', 'track',
-           'blas_threads']
+__all__ = ['as_rng', 'spawn_rng', 'check_finite', 'check_positive', 'check_count', 'check_shape', 'check_probability',
+           'check_spd', 'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -24,6 +24,15 @@ def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSeq
         return np.random.default_rng(rng if rng is None or isinstance(rng, np.random.SeedSequence) else int(rng))
     raise ValueError(f"rng must be None, a non-negative int seed, a SeedSequence or a numpy.random.Generator, "
                      f"got {rng!r}")
+
+def spawn_rng(rng,   # None, an int seed, a SeedSequence or a Generator (as for `as_rng`)
+              k:int, # which derived stream (k >= 1)
+             ):
+    "The k-th stream derived from `rng`: the seed rng + k for an int (integer seeds keep the book's exact numbers), else an independent child generator."
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
+        return int(rng) + int(k)
+    return as_rng(rng).spawn(1)[0]
+
 
 # %% ../nbs/00a_utils.ipynb #8134e521
 def check_finite(name:str, # argument name used in the error message

@@ -37,7 +37,7 @@ class DigitsSplit(NamedTuple):
     y_train: np.ndarray  # (n_train,) digit labels 0-9
     y_test: np.ndarray   # (n_test,)
 
-def digits_data(seed:int=0,              # seed of the random split
+def digits_data(rng=0,              # seed of the random split
                 test_fraction:float=0.2, # share of images held out
                 threshold:float=0.5,     # binarisation threshold on intensities in [0, 1]
                ) -> DigitsSplit:
@@ -46,7 +46,7 @@ def digits_data(seed:int=0,              # seed of the random split
     if not 0 < threshold < 1: raise ValueError(f"threshold must lie in (0, 1), got {threshold}")
     X, labels = load_digits01()
     Xb = (X > threshold).astype(float)
-    perm = np.random.default_rng(seed).permutation(len(X))
+    perm = np.random.default_rng(rng).permutation(len(X))
     n_test = int(round(test_fraction * len(X)))
     te, tr = perm[:n_test], perm[n_test:]
     return DigitsSplit(Xb[tr], Xb[te], labels[tr], labels[te])
@@ -307,20 +307,20 @@ def trained_vae(latent_dim:int=2,     # dimension of z
                 beta:float=1.0,       # KL weight (0: autoencoder)
                 warmup_epochs:int=0,  # KL annealing epochs
                 epochs:int=None,      # default VAE_TRAIN["epochs"]
-                seed:int=0,           # initialisation and training seed (the split is `digits_data()`)
+                rng=0,           # initialisation and training seed (the split is `digits_data()`)
                ) -> VAE:
     """A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings. The training is cached;
     each call returns a copy of the cached model, so training it further or changing it leaves the cache (and
     every figure of the chapter) as it was."""
     import copy
     return copy.deepcopy(_trained_vae(int(latent_dim), float(beta), int(warmup_epochs),
-                                      int(epochs or VAE_TRAIN["epochs"]), int(seed)))
+                                      int(epochs or VAE_TRAIN["epochs"]), int(rng)))
 
 def fig_learning_curve(latent_dim:int=2,  # latent dimension
-                       seed:int=0,        # seed of `trained_vae`
+                       rng=0,        # seed of `trained_vae`
                       ):
     "Training and test ELBO per epoch of the cached VAE."
-    h = trained_vae(latent_dim, seed=seed).history
+    h = trained_vae(latent_dim, rng=rng).history
     fig, ax = new_figure(width=6, height=3.5)
     ax.plot(h["epoch"], h["train_elbo"], label="train (running average over the epoch)")
     ax.plot(h["epoch"], h["test_elbo"], label="test (one draw per image)")
@@ -331,7 +331,7 @@ def fig_learning_curve(latent_dim:int=2,  # latent dimension
 # %% ../nbs/08_vae.ipynb #317493e1
 def fig_reconstructions(latent_dims=(2, 8),  # models shown
                         n:int=10,            # images
-                        seed:int=0,          # seed
+                        rng=0,          # seed
                        ):
     "Test images (top) and their reconstructions by VAEs with different latent dimensions."
     data = digits_data()
@@ -339,28 +339,28 @@ def fig_reconstructions(latent_dims=(2, 8),  # models shown
     fig, axes = new_figure(1 + len(latent_dims), n, width=n * 0.8, height=0.9 * (1 + len(latent_dims)))
     show_images(axes[0], X); axes[0, 0].set_ylabel("data", rotation=0, ha="right")
     for r, d in enumerate(latent_dims, start=1):
-        show_images(axes[r], trained_vae(d, seed=seed).reconstruct(X))
+        show_images(axes[r], trained_vae(d, rng=rng).reconstruct(X))
         axes[r, 0].set_ylabel(f"d = {d}", rotation=0, ha="right")
     return fig
 
 def fig_samples(latent_dims=(2, 8),  # models shown
                 n:int=30,            # samples per model
-                seed:int=0,          # seed
+                rng=0,          # seed
                ):
     "Images decoded from prior draws z ~ N(0, I) for VAEs with different latent dimensions."
     fig, axes = new_figure(len(latent_dims) * 3, n // 3, width=n // 3 * 0.8, height=0.8 * 3 * len(latent_dims))
     for r, d in enumerate(latent_dims):
-        show_images(axes[3 * r:3 * r + 3], trained_vae(d, seed=seed).sample(n, rng=seed))
+        show_images(axes[3 * r:3 * r + 3], trained_vae(d, rng=rng).sample(n, rng=rng))
         axes[3 * r, 0].set_ylabel(f"d = {d}", rotation=0, ha="right")
     return fig
 
 # %% ../nbs/08_vae.ipynb #6c1f545a
 def fig_latent_space(n_grid:int=12,  # grid side of the manifold
-                     seed:int=0,     # seed of `trained_vae`
+                     rng=0,     # seed of `trained_vae`
                     ):
     "Encoder means of the test images coloured by digit (left) and the decoded manifold on a quantile grid (right)."
     from scipy.stats import norm
-    vae, data = trained_vae(2, seed=seed), digits_data()
+    vae, data = trained_vae(2, rng=rng), digits_data()
     mu, _ = vae.encode(data.X_test)
     fig = new_figure(width=12, height=5.6)[0]
     fig.clf()
@@ -387,17 +387,17 @@ LATENT_DIMS = (2, 4, 8, 16)
 
 def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS,  # dims
                            K:int=200,                # IWAE samples
-                           seed:int=0,               # seed
+                           rng=0,               # seed
                           ):
     "Test ELBO during training for several latent dimensions, and final test ELBO / IWAE bound vs dimension."
     data = digits_data()
     fig, (a1, a2) = new_figure(1, 2, width=11, height=3.8)
     el, iw, tr = [], [], []
     for k, d in enumerate(latent_dims):
-        v = trained_vae(d, seed=seed)
+        v = trained_vae(d, rng=rng)
         a1.plot(v.history["epoch"], v.history["test_elbo"], color=COLORS[k], label=f"d = {d}")
-        el.append(v.elbo(data.X_test, n_samples=20, rng=seed)); iw.append(v.iwae(data.X_test, K, rng=seed))
-        tr.append(v.elbo(data.X_train, n_samples=20, rng=seed))
+        el.append(v.elbo(data.X_test, n_samples=20, rng=rng)); iw.append(v.iwae(data.X_test, K, rng=rng))
+        tr.append(v.elbo(data.X_train, n_samples=20, rng=rng))
     a1.set_ylim(min(el) - 4, max(iw) + 1)
     a1.set_xlabel("epoch"); a1.set_ylabel("test ELBO (nats per image)"); a1.legend()
     a2.plot(latent_dims, tr, "o-", label="train ELBO"); a2.plot(latent_dims, el, "o-", label="test ELBO")
@@ -421,13 +421,13 @@ def iwae_curve(vae,         # trained VAE
 
 def fig_iwae_vs_k(latent_dims=(2, 8),  # models
                   Ks=IWAE_KS,          # numbers of samples
-                  seed:int=0,          # seed
+                  rng=0,          # seed
                  ):
     "Test IWAE bound against the number of importance samples K (K = 1 is the ELBO)."
     data = digits_data()
     fig, ax = new_figure(width=6, height=3.8)
     for k, d in enumerate(latent_dims):
-        m, se = iwae_curve(trained_vae(d, seed=seed), data.X_test, Ks, rng=seed)
+        m, se = iwae_curve(trained_vae(d, rng=rng), data.X_test, Ks, rng=rng)
         ax.errorbar(Ks, m, yerr=2 * se, fmt="o-", color=COLORS[k], capsize=3, label=f"d = {d}")
     ax.set_xscale("log"); ax.set_xlabel("K (importance samples)"); ax.set_ylabel("test bound (nats per image)")
     ax.legend(); return fig
@@ -437,12 +437,12 @@ BETAS = (0.25, 0.5, 1., 2., 4.)
 
 def fig_rate_distortion(betas=BETAS,       # KL weights
                         latent_dim:int=8,  # latent dimension
-                        seed:int=0,        # seed
+                        rng=0,        # seed
                        ):
     "Test rate (KL) and distortion (-reconstruction) of beta-VAEs, with lines of constant ELBO."
     data = digits_data()
     fig, ax = new_figure(width=6, height=4.2)
-    RD = np.array([trained_vae(latent_dim, beta=b, seed=seed).rate_distortion(data.X_test, 20, rng=seed) for b in betas])
+    RD = np.array([trained_vae(latent_dim, beta=b, rng=rng).rate_distortion(data.X_test, 20, rng=rng) for b in betas])
     ax.plot(RD[:, 0], RD[:, 1], "o-", color=COLORS[0])
     for (r, d), b in zip(RD, betas):
         ax.annotate(f"beta = {b:g}", (r, d), textcoords="offset points", xytext=(6, 4), fontsize=9)
@@ -455,37 +455,37 @@ def fig_rate_distortion(betas=BETAS,       # KL weights
 # %% ../nbs/08_vae.ipynb #c2ada93a
 def fig_posterior_collapse(latent_dim:int=16,  # latent dimension
                            warmup:int=30,      # warm-up epochs
-                           seed:int=0,         # seed
+                           rng=0,         # seed
                           ):
     "Per-coordinate KL (sorted) for a plain, a KL-annealed and a beta = 4 VAE, with their active units."
     data = digits_data()
-    models = {"beta = 1": trained_vae(latent_dim, seed=seed),
-              f"beta = 1, KL annealing over {warmup} epochs": trained_vae(latent_dim, warmup_epochs=warmup, seed=seed),
-              "beta = 4": trained_vae(latent_dim, beta=4., seed=seed)}
+    models = {"beta = 1": trained_vae(latent_dim, rng=rng),
+              f"beta = 1, KL annealing over {warmup} epochs": trained_vae(latent_dim, warmup_epochs=warmup, rng=rng),
+              "beta = 4": trained_vae(latent_dim, beta=4., rng=rng)}
     fig, ax = new_figure(width=7, height=3.8)
     w = 0.27
     for k, (name, v) in enumerate(models.items()):
         kl = np.sort(v.kl_per_dim(data.X_test))[::-1]
         ax.bar(np.arange(latent_dim) + (k - 1) * w, kl, width=w, color=COLORS[k],
-               label=f"{name}: {v.active_units(data.X_test)} active, test ELBO {v.elbo(data.X_test, 20, rng=seed):.1f}")
+               label=f"{name}: {v.active_units(data.X_test)} active, test ELBO {v.elbo(data.X_test, 20, rng=rng):.1f}")
     ax.set_xlabel("latent coordinate (sorted by KL)"); ax.set_ylabel("average KL (nats)")
     ax.legend(fontsize=8); return fig
 
 # %% ../nbs/08_vae.ipynb #54845d5d
 def fig_ae_vs_vae(latent_dim:int=2,  # latent dimension
                   n:int=10,          # images per row
-                  seed:int=0,        # seed
+                  rng=0,        # seed
                  ):
     "Reconstructions and decoded prior samples of an autoencoder (beta = 0) and a VAE, plus both code clouds."
     data = digits_data()
-    ae, vae = trained_vae(latent_dim, beta=0., seed=seed), trained_vae(latent_dim, seed=seed)
+    ae, vae = trained_vae(latent_dim, beta=0., rng=rng), trained_vae(latent_dim, rng=rng)
     fig = new_figure(width=12, height=4.2)[0]; fig.clf()
     sub = fig.subfigures(1, 2, width_ratios=[2, 1])
     axes = sub[0].subplots(5, n)
     show_images(axes[0], data.X_test[:n])
     for r, (name, m) in enumerate([("AE", ae), ("VAE", vae)]):
         show_images(axes[1 + r], m.reconstruct(data.X_test[:n]))
-        show_images(axes[3 + r], m.sample(n, rng=seed))
+        show_images(axes[3 + r], m.sample(n, rng=rng))
     for r, lab in enumerate(["data", "AE recon.", "VAE recon.", "AE samples", "VAE samples"]):
         axes[r, 0].set_ylabel(lab, rotation=0, ha="right", fontsize=9)
     ax = sub[1].subplots()
@@ -500,10 +500,10 @@ def fig_ae_vs_vae(latent_dim:int=2,  # latent dimension
 # %% ../nbs/08_vae.ipynb #43fbd16c
 def decode_latent(z1:float=0.0,  # first latent coordinate
                   z2:float=0.0,  # second latent coordinate
-                  seed:int=0,    # latent coordinates; seed of `trained_vae`
+                  rng=0,    # latent coordinates; seed of `trained_vae`
                  ):
     "Decoded image of z = (z1, z2) under the 2-d VAE, next to the test codes with z marked."
-    vae, data = trained_vae(2, seed=seed), digits_data()
+    vae, data = trained_vae(2, rng=rng), digits_data()
     mu = vae.encode(data.X_test)[0]
     fig, (a1, a2) = new_figure(1, 2, width=8, height=3.8, width_ratios=[1.3, 1])
     a1.scatter(mu[:, 0], mu[:, 1], s=6, c=data.y_test, cmap="tab10")

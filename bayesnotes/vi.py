@@ -330,10 +330,10 @@ def _gaussian_mean_model(N=10, sigma=1.0, tau=2.0, theta=1.0, seed=0):
 
 # %% ../nbs/01_vi.ipynb #23bdff81
 def fig_elbo_gap(n_mc:int=400, # Monte Carlo draws per dot
-                 seed:int=0,   # random seed
+                 rng=0,   # random generator or seed (SPEC 7)
                 ):
     "ELBO below the log evidence (gap = KL), and the energy-entropy trade-off, for a Gaussian-mean model."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     _, t, mN, vN, logZ = _gaussian_mean_model()
     sN = np.sqrt(vN)
     fig, (a0, a1) = new_figure(1, 2, width=10, height=3.8)
@@ -549,10 +549,10 @@ def _reg1d_check(x, y, mu, tau, alpha0, beta0):
     return x, y, mu, tau, alpha0, beta0
 
 def regression_1d_example(n:int=20,  # number of observations
-                          seed:int=7, # random seed of the data
+                          rng=7, # random seed of the data
                          ) -> tuple:
     "Synthetic data (x, y) for the 1-d regression example: x ~ U(-2, 2), y = 1.5 x + N(0, 0.5^2)."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     x = rng.uniform(-2, 2, check_count("n", n, 1))
     return x, 1.5 * x + 0.5 * rng.standard_normal(x.size)
 
@@ -758,11 +758,11 @@ def cavi_ising(y,                   # noisy image, shape (H, W)
 def fig_ising_denoising(size:int=64,    # image side
                         sigma:float=2., # noise standard deviation
                         J:float=1.,     # coupling
-                        seed:int=0,     # random seed for the noise
+                        rng=0,     # random generator or seed (SPEC 7) for the noise
                        ):
     "Mean-field Ising denoising: clean, noisy, and the posterior mean after 1, 3 and 15 sweeps; ELBO traces."
     img = ising_test_image(size)
-    y = img + sigma * as_rng(seed).standard_normal(img.shape)
+    y = img + sigma * as_rng(rng).standard_normal(img.shape)
     res = cavi_ising(y, J, sigma, n_iter=15, damping=0.5)
     fig, axes = new_figure(1, 6, width=16, height=3.0)
     panels = [(img, "clean"), (y, rf"noisy, $\sigma={sigma:g}$")] + [(res.snapshots[k], f"sweep {k}") for k in (1, 3, 15)]
@@ -909,11 +909,11 @@ def _ellipse(ax, m, C, color, alpha, r=2.0):
 
 def fig_vbem_faithful(K:int=6,          # components
                       alpha0:float=1e-3, # Dirichlet concentration
-                      seed:int=0,        # k-means++ seed
+                      rng=0,        # k-means++ seed
                      ):
     "VBEM on Old Faithful: posterior means and ellipses over iterations, alpha_k first vs last, bound, exp(digamma)."
     X = _faithful_std()
-    kw = dict(K=K, alpha0=alpha0, m0=np.zeros(2), W0=np.eye(2), nu0=2, beta0=1.0, rng=seed)
+    kw = dict(K=K, alpha0=alpha0, m0=np.zeros(2), W0=np.eye(2), nu0=2, beta0=1.0, rng=rng)
     final = cavi_gmm(X, **kw)
     first = cavi_gmm(X, **kw, n_iter=1)
     stages = [(1, first), (15, cavi_gmm(X, **kw, n_iter=15)), (len(final.elbo), final)]
@@ -1004,10 +1004,10 @@ def reparam_grad(logp,              # log joint: autograd function of z (dim,) o
 
 # %% ../nbs/01_vi.ipynb #02c1b73a
 def fig_gradient_variance(n_rep:int=500, # independent repetitions per point
-                          seed:int=0,    # random seed
+                          rng=0,    # random generator or seed (SPEC 7)
                          ):
     "Variance of score-function (with/without baseline) and reparameterisation ELBO-gradient estimators versus S."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     _, t, mN, vN, logZ = _gaussian_mean_model()          # a real log joint: log p(x) is about -14, not 0
     q = MeanFieldGaussian.from_moments([mN + np.sqrt(vN)], 0.5 * vN)
     Ss = np.array([8, 16, 32, 64, 128, 256])
@@ -1290,10 +1290,10 @@ def _ng_advi_fit(seed=1):
     return tz, res, normal_gamma_log_evidence(x, **prior)
 
 def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the stopping rule usually ends them earlier)
-             seed:int=0,       # random seed (correlated-Gaussian fits)
+             rng=0,       # random generator or seed (SPEC 7) (correlated-Gaussian fits)
             ):
     "ADVI: full-rank vs mean-field on a correlated Gaussian; constrained Normal-Gamma fit vs exact; ELBO traces."
-    tc, fits = _corr_fits(n_iter, seed)
+    tc, fits = _corr_fits(n_iter, rng)
     fig, axes = new_figure(1, 3, width=14, height=4)
     ax = axes[0]
     g = np.linspace(-5, 5, 200); A, B = np.meshgrid(g, g)
@@ -1393,10 +1393,10 @@ def _svi_fits(n_iter=1500, seed=0):
     return full, good, bad
 
 def fig_svi(n_iter:int=1500, # Adam steps per fit
-            seed:int=0,      # random seed
+            rng=0,      # random generator or seed (SPEC 7)
            ):
     "SVI on breast-cancer logistic regression: correct N/M scaling vs scaling the prior too, against full-batch ADVI."
-    full, good, bad = _svi_fits(n_iter, seed)
+    full, good, bad = _svi_fits(n_iter, rng)
     fig, axes = new_figure(1, 3, width=14, height=3.9)
     for ax, attr, lab in ((axes[0], lambda q: q.mean, "posterior mean"), (axes[1], lambda q: q.scale, "posterior sd")):
         ref = np.asarray(attr(full.q))
@@ -1433,10 +1433,10 @@ def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a 
 
 # %% ../nbs/01_vi.ipynb #837d24b1
 def fig_iwae(n:int=200, # replicates per point
-             seed:int=0, # random seed
+             rng=0, # random generator or seed (SPEC 7)
             ):
     "IWAE bound versus K for a good (ADVI) and a poor proposal on the Normal-Gamma model, with the exact log evidence."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     tz, res, logZ = _ng_advi_fit(1)
     poor = MeanFieldGaussian(2, res.q.params + np.r_[0.5, 0.3, -0.7, -0.7])
     Ks = 2 ** np.arange(0, 11)
@@ -1455,10 +1455,10 @@ def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
                   n_samples:int=10,  # draws per ADVI step
                   K:int=16,          # importance samples for the IWAE bound
                   n_iter:int=400,    # Adam steps
-                  seed:int=0,        # random seed
+                  rng=0,        # random generator or seed (SPEC 7)
                  ):
     "ADVI trace for a given learning rate and draws per step, and the IWAE bound for K, on the Normal-Gamma model."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     x, prior = _ng_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
     logZ = normal_gamma_log_evidence(x, **prior)
@@ -1573,10 +1573,10 @@ def logistic_predictive(mean,            # posterior mean of the weights, shape 
 
 # %% ../nbs/01_vi.ipynb #95a709ad
 def logistic_example(n:int=30,        # number of points
-                     seed:int=1,      # random seed
+                     rng=1,      # random generator or seed (SPEC 7)
                     ) -> tuple:
     "Linearly separable 2-d data (no intercept) in the spirit of the book's Laplace example: (X (n, 2), y)."
-    rng = as_rng(seed)
+    rng = as_rng(rng)
     X = rng.normal(0, 1.5, size=(check_count("n", n, 2), 2))
     y = (X @ np.array([2.3, 1.0]) > 0).astype(float)
     return X, y
@@ -1662,7 +1662,7 @@ def grid_posterior(target,                # batched 2-d `Target` (log joint)
 @lru_cache(maxsize=4)
 def _logistic_fits(seed=1):
     "Data, target, grid reference, Laplace and full-rank VI for the separable example (cached: several figures use it)."
-    X, y = logistic_example(seed=seed)
+    X, y = logistic_example(rng=seed)
     t = logistic_regression(X, y, prior_scale=10.0)                        # s0^2 = 100
     ref = grid_posterior(t)                                                  # limits chosen from the Laplace fit
     lap = laplace(t, np.zeros(2))
@@ -1672,10 +1672,10 @@ def _logistic_fits(seed=1):
     return X, y, t, ref, lap, vi
 
 # %% ../nbs/01_vi.ipynb #3600c689
-def fig_logistic_posterior(seed:int=1, # data seed
+def fig_logistic_posterior(rng=1, # data seed
                           ):
     "Separable 2-d logistic regression: data, log-likelihood, log posterior, Laplace and Gaussian VI vs the grid reference."
-    X, y, t, ref, lap, vi = _logistic_fits(seed)
+    X, y, t, ref, lap, vi = _logistic_fits(rng)
     W1, W2 = np.meshgrid(ref.w1, ref.w2)
     P = np.stack([W1, W2], -1)
     eta = P @ X.T
@@ -1727,10 +1727,10 @@ def _predictive_grid(seed=1, n=60):
              "reference (grid)": special.expit(Xg @ Wref.T) @ pw}
     return X, y, G1, G2, {k: v.reshape(n, n) for k, v in preds.items()}
 
-def fig_logistic_predictive(seed:int=1, # data seed
+def fig_logistic_predictive(rng=1, # data seed
                            ):
     "Predictive P(y=1|x): plug-in MAP, Laplace by Monte Carlo and probit, VI, and the grid reference posterior."
-    X, y, G1, G2, preds = _predictive_grid(seed)
+    X, y, G1, G2, preds = _predictive_grid(rng)
     fig, axes = new_figure(1, 5, width=18, height=3.7)
     for ax, (name, p) in zip(axes, preds.items()):
         cs = ax.contourf(G1, G2, p, levels=np.linspace(0, 1, 11), cmap="RdBu_r")

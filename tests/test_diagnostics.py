@@ -301,6 +301,6 @@ def test_geyer_steps_reproduce_the_ess(seed):
 def test_geyer_figure(seed):
     from matplotlib.figure import Figure
     from bayesnotes.diagnostics import fig_geyer_ar1, geyer_steps
-    assert isinstance(fig_geyer_ar1(0.5, 500, seed=seed(18)), Figure)
+    assert isinstance(fig_geyer_ar1(0.5, 500, rng=seed(18)), Figure)
     with pytest.raises(ValueError, match="one quantity"):
         geyer_steps(np.zeros((2, 10, 2)))

@@ -319,7 +319,7 @@ def test_ibis_gaussian_known_variance(seed):
 
 def test_pmmh_matches_exact_posterior(seed):
     "PMMH on a short series: posterior mean of rho equals the exact (Kalman, grid) one within 4 MCSE."
-    y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=12, seed=seed(5))
+    y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=12, rng=seed(5))
     # (250 draws per chain left R-hat >= 1.1 at 2 seeds in 20: PMMH chains are sticky; 1000 draws)
     res = pmmh(make_model, log_prior, x0=[[0.0], [0.6]], N=40, rng=seed(1), step_size=0.5, n_warmup=100, n_draws=1000)
     assert res.draws.shape == (2, 1000, 1)
