@@ -311,15 +311,15 @@ class RegressionFit:
         raise NotImplementedError
 
     def predict(self, X,               # test inputs (N, d)
-                n_samples:int=100,     # function draws returned, (n_samples, N), by every method (see below)
+                n_draws:int=100,     # function draws returned, (n_draws, N), by every method (see below)
                 rng=None):             # numpy Generator or seed (needed by sampling-based methods)
-        """Predictive mean and sd at X, with the `n_samples` function draws behind them. Sampling methods draw them;
-        MAP repeats its one function, and an ensemble uses its M members in turn (each n_samples // M times, the
-        remaining n_samples % M members drawn at random), so its mean and sd are exact when M divides n_samples."""
+        """Predictive mean and sd at X, with the `n_draws` function draws behind them. Sampling methods draw them;
+        MAP repeats its one function, and an ensemble uses its M members in turn (each n_draws // M times, the
+        remaining n_draws % M members drawn at random), so its mean and sd are exact when M divides n_draws."""
         X = _check_X(X, self.sizes[0])
-        n_samples = check_count("n_samples", n_samples)
+        n_draws = check_count("n_draws", n_draws)
         with blas_threads():
-            f, noise = self._sample_functions(X, int(n_samples), rng)
+            f, noise = self._sample_functions(X, int(n_draws), rng)
         return _predictive(f, noise)
 
     def __repr__(self): return f"{type(self).__name__}({self.method}, sizes={self.sizes})"
@@ -630,19 +630,19 @@ class LaplaceFit(RegressionFit):
 
     def predict(self,
                 X,                  # inputs, shape (N, d)
-                n_samples:int=100,  # function draws returned
+                n_draws:int=100,  # function draws returned
                 rng=None,           # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                ):
-        "Exact linearised predictive mean and sd at X, plus n_samples function draws."
+        "Exact linearised predictive mean and sd at X, plus n_draws function draws."
         X = _check_X(X, self.sizes[0])
-        n_samples = check_count("n_samples", n_samples)
+        n_draws = check_count("n_draws", n_draws)
         with blas_threads():
             f0, J = self.f(self.params, X), self.jacobian(X)
             var_f = np.sum(linalg.solve_triangular(self.chol, J.T, lower=True) ** 2, axis=0)
-            eps = as_rng(rng).standard_normal((self.block.size, int(n_samples)))
+            eps = as_rng(rng).standard_normal((self.block.size, int(n_draws)))
             delta = linalg.solve_triangular(self.chol.T, eps, lower=False)    # columns ~ N(0, Lambda^{-1})
         f = f0 + (J @ delta).T
-        return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_samples), self.noise_std))
+        return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_draws), self.noise_std))
 
 def laplace_ggn(X,                # training inputs (N, d)
                 y,                # training inputs (N, d) and targets (N,)
@@ -733,7 +733,7 @@ def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
     ncol = 4; nrow = int(np.ceil(len(names) / ncol))
     fig, axes = new_figure(nrow, ncol, width=13, height=2.9 * nrow, sharex=True, sharey=True)
     for ax, name in zip(axes.ravel(), names):
-        pred = tc.fits[name].predict(x[:, None], n_samples=200, rng=1)
+        pred = tc.fits[name].predict(x[:, None], n_draws=200, rng=1)
         ax.plot(x, toy_function(x), "k--", lw=0.8)
         _band(ax, x, pred, COLORS[0])
         ax.plot(tc.X[:, 0], tc.y, "k.", ms=3 if n_train > 100 else 6)
@@ -745,14 +745,14 @@ def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
 def toy_metrics(n_train:int=20,     # as in `toy_comparison`
                 rng=0,         # as in `toy_comparison`
                 n_test:int=1000,    # test points from the data range
-                n_samples:int=200,  # predictive draws
+                n_draws:int=200,  # predictive draws
                ) -> dict:
     "RMSE, test log-likelihood, calibration error and fit seconds of every toy method (dict of dicts)."
     tc = toy_comparison(n_train, rng)
     Xt, yt = toy_regression_data(n_test, 10_000)     # a fixed test set
     out = {}
     for name, fit in tc.fits.items():
-        p = fit.predict(Xt, n_samples=n_samples, rng=rng)
+        p = fit.predict(Xt, n_draws=n_draws, rng=rng)
         out[name] = dict(rmse=rmse(yt, p.mean), loglik=predictive_log_likelihood(yt, p),
                          cal_error=calibration_error(yt, p.mean, p.std), seconds=tc.seconds[name])
     return out
@@ -1021,7 +1021,7 @@ def regression_benchmark(X,                        # full data set (n, d)
                          n_splits:int=5,           # random train/test splits
                          test_fraction:float=0.1,  # share of points held out
                          rng=None,                 # numpy Generator or seed
-                         n_samples:int=100,        # predictive draws for the test log-likelihood
+                         n_draws:int=100,        # predictive draws for the test log-likelihood
                          progress:bool=False,      # show a progress bar
                         ) -> BenchmarkResult:
     "RMSE and test log-likelihood of each method over repeated random splits (standardised on the training part)."
@@ -1042,7 +1042,7 @@ def regression_benchmark(X,                        # full data set (n, d)
         for i, fn in enumerate(methods.values()):
             seed = int(rng.integers(2**31))
             t = time.process_time(); fit = fn(Xtr, ytr, seed); T[i, j] = time.process_time() - t
-            p = fit.predict(Xte, n_samples, rng=seed)
+            p = fit.predict(Xte, n_draws, rng=seed)
             p = Predictive(my + sy * p.mean, sy * p.std, my + sy * p.f_samples, sy * p.noise_std)
             R[i, j], LL[i, j] = rmse(y[te], p.mean), predictive_log_likelihood(y[te], p)
     return BenchmarkResult(list(methods), R, LL, T, n_train, n_test)

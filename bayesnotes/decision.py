@@ -211,12 +211,12 @@ def bayes_estimator(samples,          # posterior samples (n,) or (n, d)
 def fig_bayes_estimators(a=2.0,            # posterior Beta(a, b): one success in eight trials under a flat prior
                          b=8.0,            # posterior Beta(a, b): second shape
                          eps=0.02,         # half-width of the 0-1 loss window
-                         n_samples=20000,  # posterior draws for the sample-based estimates
+                         n_draws=20000,  # posterior draws for the sample-based estimates
                          rng=0,            # numpy Generator or seed
                         ):
     "A skewed posterior with its mean, median and mode, and the three posterior expected loss curves."
     post = stats.beta(a, b)
-    draws = post.rvs(size=n_samples, random_state=as_rng(rng))
+    draws = post.rvs(size=n_draws, random_state=as_rng(rng))
     exact = {"squared": post.mean(), "absolute": post.median(), "zero_one": (a - 1) / (a + b - 2)}
     names = {"squared": "mean (squared loss)", "absolute": "median (absolute loss)",
              "zero_one": "mode (0-1 loss)"}

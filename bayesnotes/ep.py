@@ -452,7 +452,7 @@ def _a1(tau, nu):
     return 0.5 * nu**2 / tau - 0.5 * np.log(tau) + 0.5 * np.log(2 * np.pi)
 
 def _check_ep_args(n_sweeps, damping, tol, alpha=1.0, schedule="sequential"):
-    check_count("n_sweeps", n_sweeps)
+    check_count("n_iter", n_sweeps)
     if not (np.isscalar(damping) and 0.0 < damping <= 1.0):
         raise ValueError(f"damping must lie in (0, 1], got {damping!r}")
     check_positive("tol", tol)
@@ -556,7 +556,7 @@ def _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_u
 def ep_probit(X,                      # design matrix, shape (n, d)
               y,                      # labels in {0, 1} or {-1, +1}, shape (n,)
               prior_var=1.0,          # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
-              n_sweeps:int=50,        # maximum number of sweeps over the sites
+              n_iter:int=50,        # maximum number of sweeps over the sites
               damping:float=1.0,      # step size delta in (0, 1] for the site updates (1 = undamped)
               tol:float=1e-6,         # stop when no site parameter changes by more than this in a sweep
               schedule:str="sequential", # "sequential" (rank-one updates) or "parallel" (all sites at once)
@@ -564,13 +564,13 @@ def ep_probit(X,                      # design matrix, shape (n, d)
              ) -> EPResult:
     "Expectation propagation for Bayesian probit regression: Gaussian posterior, log evidence and history."
     X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_sweeps, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, "probit", 1.0, n_sweeps, damping, tol, schedule, progress=progress)
+    _check_ep_args(n_iter, damping, tol, 1.0, schedule)
+    return _ep_glm(X, ys, S0, "probit", 1.0, n_iter, damping, tol, schedule, progress=progress)
 
 def ep_logistic(X,                    # design matrix, shape (n, d)
                 y,                    # labels in {0, 1} or {-1, +1}, shape (n,)
                 prior_var=1.0,        # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
-                n_sweeps:int=50,      # maximum number of sweeps over the sites
+                n_iter:int=50,      # maximum number of sweeps over the sites
                 damping:float=1.0,    # step size delta in (0, 1] for the site updates
                 tol:float=1e-6,       # convergence tolerance on the site parameters
                 schedule:str="sequential", # "sequential" or "parallel"
@@ -579,8 +579,8 @@ def ep_logistic(X,                    # design matrix, shape (n, d)
                ) -> EPResult:
     "Expectation propagation for Bayesian logistic regression, tilted moments by 1-d quadrature."
     X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_sweeps, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, "logistic", 1.0, n_sweeps, damping, tol, schedule, progress=progress,
+    _check_ep_args(n_iter, damping, tol, 1.0, schedule)
+    return _ep_glm(X, ys, S0, "logistic", 1.0, n_iter, damping, tol, schedule, progress=progress,
                    n_quad=n_quad)
 
 # %% ../nbs/02_ep.ipynb #b77dfcf8
@@ -660,20 +660,20 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
                w:float=0.5,             # clutter fraction in [0, 1)
                clutter_var:float=10.0,  # variance a of the clutter component N(0, a I)
                prior_var:float=100.0,   # prior N(0, prior_var I) on theta
-               n_sweeps:int=100,        # maximum number of sweeps
+               n_iter:int=100,        # maximum number of sweeps
                damping:float=1.0,       # step size in (0, 1] for the site updates
                tol:float=1e-6,          # convergence tolerance on the site parameters
                progress:bool=False, # show a progress bar over sweeps
               ) -> EPResult:
     "EP for Minka's clutter problem with spherical Gaussian sites; returns an `EPResult` (cov = v I)."
     x = _check_clutter(x, w, clutter_var, prior_var)
-    _check_ep_args(n_sweeps, damping, tol)
+    _check_ep_args(n_iter, damping, tol)
     n, d = x.shape
     tau, nu = np.zeros(n), np.zeros((n, d))
     lam0 = 1.0 / prior_var
     lam, h = lam0, np.zeros(d)
     hist, converged = [], False
-    for sweep in track(range(int(n_sweeps)), progress, desc="EP sweeps"):
+    for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         tau_old, nu_old, skipped = tau.copy(), nu.copy(), 0
         for i in range(n):
             lc = lam - tau[i]
@@ -731,7 +731,7 @@ def fig_clutter(n:int=20,       # observations in the left panel
     fig, axes = new_figure(1, 2, width=10, height=3.6)
     for ax, x in zip(axes, (clutter_data(n, theta=2.0, rng=rng), _clutter_oscillating())):
         m, v, lz, (g, dens) = clutter_exact_1d(x[:, 0])
-        r = ep_clutter(x, damping=0.5, n_sweeps=500)
+        r = ep_clutter(x, damping=0.5, n_iter=500)
         ax.plot(g, dens, color=COLORS[0], label=f"exact, log Z = {lz:.3f}")
         ax.plot(g, stats.norm.pdf(g, r.mean[0], np.sqrt(r.cov[0, 0])), color=COLORS[1], ls="--", lw=2,
                 label=f"EP, log Z = {r.log_evidence:.3f}")
@@ -743,13 +743,13 @@ def fig_clutter(n:int=20,       # observations in the left panel
 
 # %% ../nbs/02_ep.ipynb #b2dfc565
 def fig_ep_damping(dampings=(1.0, 0.5), # step sizes to compare
-                   n_sweeps:int=150,     # sweeps per run
+                   n_iter:int=150,     # sweeps per run
                   ):
     "EP histories on a clutter problem: undamped updates oscillate, damped updates converge."
     x = _clutter_oscillating()
     fig, axes = new_figure(1, 3, width=11, height=3.3)
     for k, d in enumerate(dampings):
-        r = ep_clutter(x, damping=d, n_sweeps=n_sweeps, tol=1e-10)
+        r = ep_clutter(x, damping=d, n_iter=n_iter, tol=1e-10)
         h, it, c = r.history, np.arange(1, len(r.history.max_change) + 1), COLORS[k]
         axes[0].semilogy(it, h.max_change, color=c, label=rf"$\delta = {d}$")
         axes[1].plot(it, h.mean[:, 0], color=c)
@@ -768,7 +768,7 @@ def power_ep(X,                       # design matrix, shape (n, d)
              prior_var=1.0,           # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
              alpha:float=0.5,         # power in (0, 1]: 1 is EP, alpha -> 0 approaches variational Bayes
              link:str="probit",       # "probit" or "logistic"
-             n_sweeps:int=100,        # maximum number of sweeps
+             n_iter:int=100,        # maximum number of sweeps
              damping:float=1.0,       # step size in (0, 1]
              tol:float=1e-6,          # convergence tolerance on the site parameters
              schedule:str="sequential", # "sequential" or "parallel"
@@ -777,10 +777,10 @@ def power_ep(X,                       # design matrix, shape (n, d)
             ) -> EPResult:
     "Power EP (local alpha-divergence projections) for probit or logistic regression."
     X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_sweeps, damping, tol, alpha, schedule)
+    _check_ep_args(n_iter, damping, tol, alpha, schedule)
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    return _ep_glm(X, ys, S0, link, float(alpha), n_sweeps, damping, tol, schedule, progress=progress,
+    return _ep_glm(X, ys, S0, link, float(alpha), n_iter, damping, tol, schedule, progress=progress,
                    n_quad=n_quad)
 
 # %% ../nbs/02_ep.ipynb #efd27b08
@@ -915,7 +915,7 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
                        tau:float=4.0,         # prior precision of the weight
                        a0:float=2.0,          # prior shape of the noise precision
                        b0:float=2.0,          # prior rate of the noise precision
-                       n_sweeps:int=50,       # maximum number of sweeps
+                       n_iter:int=50,       # maximum number of sweeps
                        damping:float=1.0,     # step size in (0, 1]
                        tol:float=1e-8,        # convergence tolerance on the site parameters
                        tilted:str="closed",   # "closed" (source's approximation) or "quadrature" (exact tilted moments)
@@ -925,14 +925,14 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
     "EP with Gamma sites for the noise precision of the 1-d regression of Cinelli et al. (sec. 3.2.3.5)."
     x, y = _check_noise(x, y, mu, tau, a0, b0)
     _check_gamma_opts(tilted, match)
-    _check_ep_args(n_sweeps, damping, tol)
+    _check_ep_args(n_iter, damping, tol)
     if tilted == "closed" and a0 <= 1:
         raise ValueError("a0 must exceed 1 for tilted='closed' (the Gaussian step needs the variance b/(a-1))")
     n = x.size
     sa, sb = np.zeros(n), np.zeros(n)
     a, b = float(a0), float(b0)
     hist, converged = [], False
-    for sweep in track(range(int(n_sweeps)), progress, desc="EP sweeps"):
+    for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         sa_old, sb_old, skipped = sa.copy(), sb.copy(), 0
         for i in range(n):
             ac, bc = a - sa[i], b - sb[i]
@@ -1080,7 +1080,7 @@ def compare_separable(data_rng=1,            # seed of chapter 1's `logistic_exa
     # VB from the Laplace fit with 100 draws per step, averaging the second half of the iterates (from N(0, I),
     # 1500 steps at lr 0.05 stop far from the optimum); the tests compare it with the noise-free optimum
     fit = advi(t, family=FullRankGaussian.from_moments(la.mode, la.cov), n_iter=n_iter,
-               lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_samples=100, average=0.5, rng=rng)
+               lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_mc=100, average=0.5, rng=rng)
     vb = fit.q
     bound = elbo(t, vb, 4000, rng)        # VB reports a lower bound (ELBO), not log Z
     return {"X": X, "y": y, "exact": (ref.mean, ref.cov, ref.log_evidence, (T1, T2, np.exp(ref.logp - ref.log_evidence))),

@@ -1216,10 +1216,10 @@ def gibbs_normal(y,                # observations, shape (n,), or (n_chains, n) 
 def ising_gibbs(y,               # noisy image, shape (h, w), observations of x in {-1, +1} plus N(0, sigma^2) noise
                 J=1.0,           # coupling strength of the Ising prior
                 sigma=2.0,       # noise standard deviation
-                n_sweeps=15,     # checkerboard sweeps
+                n_draws=15,     # checkerboard sweeps
                 rng=None,        # numpy Generator or int seed
                 x0=None):        # starting image in {-1, +1} (default: sign of y)
-    "Checkerboard Gibbs sampler for Ising-prior image denoising; returns the samples after each sweep (n_sweeps, h, w)."
+    "Checkerboard Gibbs sampler for Ising-prior image denoising; returns the samples after each sweep (n_draws, h, w)."
     rng = as_rng(rng)
     y = check_finite("y", y)
     if y.ndim != 2:
@@ -1228,8 +1228,8 @@ def ising_gibbs(y,               # noisy image, shape (h, w), observations of x 
     x = np.where(y >= 0, 1.0, -1.0) if x0 is None else np.asarray(x0, float).copy()
     log_ratio = 2.0 * y / sigma ** 2           # log N(y | +1, s^2) - log N(y | -1, s^2)
     black = (np.add.outer(np.arange(y.shape[0]), np.arange(y.shape[1])) % 2) == 0
-    out = np.zeros((n_sweeps,) + y.shape)
-    for s in range(n_sweeps):
+    out = np.zeros((n_draws,) + y.shape)
+    for s in range(n_draws):
         for colour in (black, ~black):
             pad = np.pad(x, 1)                 # free boundary: missing neighbours count as 0
             eta = pad[:-2, 1:-1] + pad[2:, 1:-1] + pad[1:-1, :-2] + pad[1:-1, 2:]
@@ -1311,7 +1311,7 @@ def _gmm_loglik(X, z, pi, mu, sig):
 
 def gibbs_gmm(X,                # data (n, 2)
               K=4,              # number of mixture components
-              n_sweeps=30,      # Gibbs sweeps
+              n_draws=30,      # Gibbs sweeps
               rng=None,         # numpy Generator or int seed
               n_chains=1,       # independent chains (random initial assignments), vectorised
               collapsed=False,  # True: integrate out (pi, mu, Sigma) and sample z_i | z_-i (Algorithm 13)
@@ -1330,9 +1330,9 @@ def gibbs_gmm(X,                # data (n, 2)
     z = rng.integers(K, size=(n_chains, n))
     onehot = lambda z: (z[..., None] == np.arange(K)).astype(float)            # (chain, n, K)
     XX = np.einsum("ni,nj->nij", X, X)
-    logps = np.full((n_chains, n_sweeps), np.nan)
-    zs = np.zeros((n_chains, n_sweeps, n), int)
-    for s in range(n_sweeps):
+    logps = np.full((n_chains, n_draws), np.nan)
+    zs = np.zeros((n_chains, n_draws, n), int)
+    for s in range(n_draws):
         if not collapsed:
             # theta | z: Dirichlet weights and NIW components, then all z_i | theta in parallel
             R = onehot(z)
@@ -1384,15 +1384,15 @@ def gmm_data(n=300,  # points
 
 # %% ../nbs/04_mcmc.ipynb #458922ec
 def fig_gibbs_gmm(n_chains=4,   # random initialisations
-                  n_sweeps=20,  # sweeps
+                  n_draws=20,  # sweeps
                   rng=0,       # seed
                  ):
     "Log p(D | z, theta) per sweep of vanilla vs collapsed Gibbs for a K = 4 mixture of 2-d Gaussians, N = 300 (Fig. 12.10)."
     X = gmm_data(300, 4, rng=rng)
     fig, ax = new_figure(width=6, height=3.6)
     for collapsed, c, name in ((False, COLORS[0], "vanilla"), (True, COLORS[1], "collapsed")):
-        tr, _ = gibbs_gmm(X, 4, n_sweeps, rng=spawn_rng(rng, 1), n_chains=n_chains, collapsed=collapsed)
-        ax.plot(np.arange(1, n_sweeps + 1), tr.T, color=c, lw=1, alpha=0.7)
+        tr, _ = gibbs_gmm(X, 4, n_draws, rng=spawn_rng(rng, 1), n_chains=n_chains, collapsed=collapsed)
+        ax.plot(np.arange(1, n_draws + 1), tr.T, color=c, lw=1, alpha=0.7)
         ax.plot([], [], color=c, label=name)
     ax.set_xlabel("sweep"); ax.set_ylabel(r"$\log p(\mathcal{D}\mid z,\theta)$"); ax.legend()
     ax.set_ylim(np.percentile(tr, 5) - 300, None)

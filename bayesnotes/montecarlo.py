@@ -632,7 +632,7 @@ def antithetic_estimate(f:Callable, # vectorised integrand on [0, 1]^dim: (n,) o
     return mc_estimate(0.5 * (fu + fv))
 
 # %% ../nbs/03_montecarlo.ipynb #9b9a00eb
-def fig_variance_reduction(n_reps:int=1000, # independent replications of each estimator
+def fig_variance_reduction(n_rep:int=1000, # independent replications of each estimator
                            S:int=1500,      # evaluations of f per estimate
                            rng=0,      # random generator or seed (SPEC 7)
                           ):
@@ -640,7 +640,7 @@ def fig_variance_reduction(n_reps:int=1000, # independent replications of each e
     rng = as_rng(rng)
     f = lambda u: 1.0 / (1.0 + u)
     ln2 = math.log(2)
-    U = rng.random((n_reps, S))
+    U = rng.random((n_rep, S))
     plain = f(U).mean(axis=1)
     cv = np.array([control_variate_estimate(f(u), 1 + u, 1.5).estimate for u in U])
     anti = 0.5 * (f(U[:, : S // 2]) + f(1 - U[:, : S // 2])).mean(axis=1)
@@ -655,7 +655,7 @@ def fig_variance_reduction(n_reps:int=1000, # independent replications of each e
         ax.plot(grid, stats.norm(ln2, se[name]).pdf(grid), color=COLORS[i],
                 label=f"{name}: sd {est.std():.5f} (theory {se[name]:.5f})")
     ax.axvline(ln2, color="k", ls="--", lw=1)
-    ax.set(xlabel="estimate", xlim=(grid[0], grid[-1]), title=rf"{n_reps} replications, {S} evaluations each; truth $\ln 2$")
+    ax.set(xlabel="estimate", xlim=(grid[0], grid[-1]), title=rf"{n_rep} replications, {S} evaluations each; truth $\ln 2$")
     ax.legend(fontsize=8)
     return fig
 
@@ -719,7 +719,7 @@ def rqmc_estimate(f:Callable,               # vectorised integrand on [0,1]^dim:
                   rng,                      # numpy Generator or seed
                   method:str="sobol",       # "sobol", "halton" or "mc"
                   randomize:str="auto",     # "scramble", "digital_shift" or "shift" ("auto": scramble; not None)
-                  n_reps:int=16,            # independent randomisations R
+                  n_rep:int=16,            # independent randomisations R
                  ) -> MCEstimate:
     "Randomised QMC estimate of the integral of f over [0,1]^dim: mean of R replicate means, with its stderr."
     if not callable(f):
@@ -727,8 +727,8 @@ def rqmc_estimate(f:Callable,               # vectorised integrand on [0,1]^dim:
     if randomize is None and method != "mc":
         raise ValueError("randomize must be 'scramble', 'digital_shift' or 'shift': replicates of a deterministic point "
                          "set are identical")
-    n_reps = check_count("n_reps", n_reps, 2)
-    return mc_estimate(_replicate_means(f, n, dim, rng, method, randomize, n_reps))
+    n_rep = check_count("n_rep", n_rep, 2)
+    return mc_estimate(_replicate_means(f, n, dim, rng, method, randomize, n_rep))
 
 # %% ../nbs/03_montecarlo.ipynb #ea4cb6c8
 def _exp_product(u):
@@ -757,7 +757,7 @@ def fig_qmc_points(n:int=256, # points per panel (a power of 2)
 # %% ../nbs/03_montecarlo.ipynb #0ea8c774
 def fig_qmc_error(dim:int=3,        # dimension of the integral
                   max_log2:int=14,  # largest N is 2**max_log2
-                  n_reps:int=16,    # randomisations per N (RMSE over replicates)
+                  n_rep:int=16,    # randomisations per N (RMSE over replicates)
                   rng=0,       # random generator or seed (SPEC 7)
                  ):
     "Error vs N on a log-log scale for MC, Halton, Sobol', shifted and scrambled Sobol' on a smooth integrand."
@@ -768,7 +768,7 @@ def fig_qmc_error(dim:int=3,        # dimension of the integral
             "Sobol', scrambled": ("sobol", "scramble")}
     fig, ax = new_figure(width=7.0, height=4.6)
     for i, (name, (method, rand)) in enumerate(runs.items()):
-        rmse = np.array([np.sqrt(np.mean((_replicate_means(_exp_product, int(n), dim, rng, method, rand, n_reps) - 1) ** 2))
+        rmse = np.array([np.sqrt(np.mean((_replicate_means(_exp_product, int(n), dim, rng, method, rand, n_rep) - 1) ** 2))
                          for n in N])
         slope = np.polyfit(np.log(N), np.log(rmse), 1)[0]
         ax.plot(N, rmse, "o-", ms=3, color=COLORS[i], label=f"{name} (slope {slope:.2f})")
@@ -778,7 +778,7 @@ def fig_qmc_error(dim:int=3,        # dimension of the integral
         ax.plot(N, 0.15 * (N / N[0]) ** -p * (1 if p == 0.5 else 0.5), color="0.5", ls=ls, lw=1)
         ax.annotate(f"$N^{{-{p:g}}}$", (N[-1], 0.15 * (N[-1] / N[0]) ** -p * (1 if p == 0.5 else 0.5)), fontsize=8)
     ax.set(xscale="log", yscale="log", xlabel="number of points N", ylabel="RMSE (|error| if deterministic)",
-           title=rf"$\int_{{[0,1]^{dim}}} \prod_j e^{{u_j}}/(e-1)\,du = 1$, {n_reps} replicates")
+           title=rf"$\int_{{[0,1]^{dim}}} \prod_j e^{{u_j}}/(e-1)\,du = 1$, {n_rep} replicates")
     ax.legend(fontsize=8, loc="lower left")
     return fig
 

@@ -626,7 +626,7 @@ def fig_degeneracy(T:int=6,  # number of time steps
 # %% ../nbs/05_smc.ipynb #57e7ad4e
 def fig_weight_degeneracy(T:int=100,    # number of time steps
                           N:int=200,    # number of particles
-                          n_runs:int=12, # independent runs per method
+                          n_rep:int=12, # independent runs per method
                           rng=0):  # random seed
     "ESS over time and spread of log Z estimates for SIS vs adaptive SMC on the non-Markovian model."
     ssm = nonmarkov_ssm()
@@ -636,7 +636,7 @@ def fig_weight_degeneracy(T:int=100,    # number of time steps
     fig, axes = new_figure(1, 2, width=10, height=3.4)
     errs = {}
     for i, (name, thr) in enumerate((("SIS (never resample)", 0.0), ("SMC, resample if ESS < N/2", 0.5))):
-        runs = [smc(guided_model(ssm, y), N, rng, ess_threshold=thr) for _ in range(n_runs)]
+        runs = [smc(guided_model(ssm, y), N, rng, ess_threshold=thr) for _ in range(n_rep)]
         axes[0].plot(runs[0].ess / N, color=COLORS[i], label=name)
         errs[name] = [r.log_evidence - logZ for r in runs]
     axes[0].set_yscale("log"); axes[0].set_xlabel("t"); axes[0].set_ylabel("ESS / N"); axes[0].legend()
@@ -644,7 +644,7 @@ def fig_weight_degeneracy(T:int=100,    # number of time steps
     axes[1].set_xticks([1, 2], ["SIS", "adaptive SMC"])
     axes[1].axhline(0, color="k", lw=0.8)
     axes[1].set_ylabel(r"$\log\hat Z - \log Z$ (Kalman)")
-    axes[1].set_title(f"{n_runs} runs, N={N}, T={T}")
+    axes[1].set_title(f"{n_rep} runs, N={N}, T={T}")
     return fig
 
 # %% ../nbs/05_smc.ipynb #644269f6
@@ -656,7 +656,7 @@ def _ar1_example(T=50, seed=1):
 
 def fig_kalman_check(N:int=1000,      # particles for the filtering plot
                      Ns=(50, 200, 800), # particle numbers for the variance of log Z_hat
-                     n_runs:int=20,   # runs per particle number
+                     n_rep:int=20,   # runs per particle number
                      rng=0):     # random seed
     "Bootstrap filter vs the exact Kalman filter: filtering means and the spread of log Z_hat."
     ssm, x, y = _ar1_example()
@@ -673,7 +673,7 @@ def fig_kalman_check(N:int=1000,      # particles for the filtering plot
     ax.plot(t, kf.means[:, 0], color=COLORS[0], label="Kalman mean")
     ax.plot(t, pf.means[:, 0], "--", color=COLORS[1], label=f"bootstrap PF mean (N={N})")
     ax.set_xlabel("t"); ax.legend(ncol=2, fontsize=8)
-    errs = [[bootstrap_filter(ssm, y, n, rng).log_evidence - kf.log_evidence for _ in range(n_runs)] for n in Ns]
+    errs = [[bootstrap_filter(ssm, y, n, rng).log_evidence - kf.log_evidence for _ in range(n_rep)] for n in Ns]
     axes[1].boxplot(errs)
     axes[1].set_xticks(np.arange(1, len(Ns) + 1), [str(n) for n in Ns])
     axes[1].axhline(0, color="k", lw=0.8)
@@ -1210,23 +1210,23 @@ def fig_pmmh(result=None,      # an MCMCResult of the example (None: run `pmmh` 
 def loglik_spread(N:int=200,               # number of particles
                   ess_threshold:float=0.5, # resample when ESS < ess_threshold * N
                   resampling:str="systematic", # resampling scheme
-                  n_runs:int=30,           # independent filter runs
+                  n_rep:int=30,           # independent filter runs
                   rng=0):             # random seed
     "Errors log Z_hat - log Z (Kalman) of repeated bootstrap filters on the 1-d example, and the mean number of resampling steps."
-    n_runs = check_count("n_runs", n_runs, 2)
+    n_rep = check_count("n_rep", n_rep, 2)
     ssm, _, y = _ar1_example()
     logZ = ssm.kalman_filter(y).log_evidence
     rng = as_rng(rng)
-    runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_runs)]
+    runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_rep)]
     return np.array([r.log_evidence - logZ for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
 
 def fig_loglik_spread(N:int=200,               # number of particles
                       ess_threshold:float=0.5, # resample when ESS < ess_threshold * N
                       resampling:str="systematic", # resampling scheme
-                      n_runs:int=30,           # independent filter runs
+                      n_rep:int=30,           # independent filter runs
                       rng=0):             # random seed
     "Histogram of log Z_hat - log Z for the bootstrap filter with the given settings."
-    err, n_rs = loglik_spread(N, ess_threshold, resampling, n_runs, rng)
+    err, n_rs = loglik_spread(N, ess_threshold, resampling, n_rep, rng)
     fig, ax = new_figure(width=6, height=3.2)
     ax.hist(err, bins=15, color=COLORS[0], alpha=0.7)
     ax.axvline(0, color="k", lw=1)

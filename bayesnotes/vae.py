@@ -201,13 +201,13 @@ class VAE:
 
     # ---- evaluation
     def elbo(self, X,             # images (n, D)
-             n_samples:int=1,     # Monte Carlo draws of z per image
+             n_mc:int=1,     # Monte Carlo draws of z per image
              rng=None):           # numpy Generator or seed
         "Average ELBO per image (nats): Monte Carlo reconstruction term minus the closed-form KL."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        n_samples = check_count("n_samples", n_samples)
+        n_mc = check_count("n_mc", n_mc)
         with blas_threads():
-            rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_samples), X.shape[0], self.latent_dim)))
+            rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_mc), X.shape[0], self.latent_dim)))
         return float(np.mean(rec - kl))
 
     def log_weights(self, X,      # images (n, D)
@@ -272,13 +272,13 @@ class VAE:
 
     def rate_distortion(self,
                         X,                # images (n, 64) in [0, 1]
-                        n_samples:int=1,  # Monte Carlo draws of z per image
+                        n_mc:int=1,  # Monte Carlo draws of z per image
                         rng=None,         # images; draws of z per image; Generator or seed
                        ):
         "Rate E KL(q(z|x) || p(z)) and distortion -E_q log p(x|z), nats per image (ELBO = -(rate + distortion))."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         with blas_threads():
-            rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_samples), X.shape[0], self.latent_dim)))
+            rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_mc), X.shape[0], self.latent_dim)))
         return float(np.mean(kl)), float(-np.mean(rec))
 
     def kl_per_dim(self, X): # images (n, D)
@@ -396,8 +396,8 @@ def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS,  # dims
     for k, d in enumerate(latent_dims):
         v = trained_vae(d, rng=rng)
         a1.plot(v.history["epoch"], v.history["test_elbo"], color=COLORS[k], label=f"d = {d}")
-        el.append(v.elbo(data.X_test, n_samples=20, rng=rng)); iw.append(v.iwae(data.X_test, K, rng=rng))
-        tr.append(v.elbo(data.X_train, n_samples=20, rng=rng))
+        el.append(v.elbo(data.X_test, n_mc=20, rng=rng)); iw.append(v.iwae(data.X_test, K, rng=rng))
+        tr.append(v.elbo(data.X_train, n_mc=20, rng=rng))
     a1.set_ylim(min(el) - 4, max(iw) + 1)
     a1.set_xlabel("epoch"); a1.set_ylabel("test ELBO (nats per image)"); a1.legend()
     a2.plot(latent_dims, tr, "o-", label="train ELBO"); a2.plot(latent_dims, el, "o-", label="test ELBO")

@@ -305,12 +305,12 @@ def _check_family(q):
 
 def elbo(logp,                 # log joint density: an autograd-differentiable function of z (dim,) or a `Target`
          q,                    # variational family instance (`MeanFieldGaussian`, `FullRankGaussian`)
-         n_samples:int=100,    # Monte Carlo draws from q
+         n_mc:int=100,    # Monte Carlo draws from q
          rng=None,             # numpy Generator or int seed
         ) -> Estimate:
     "Monte Carlo estimate of the ELBO E_q[log p(x, z) - log q(z)] and its standard error."
     q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 2), as_rng(rng)
+    t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
     Z = q.sample(rng, n)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return Estimate(float(ell.mean()), float(ell.std(ddof=1) / np.sqrt(n)))
@@ -966,13 +966,13 @@ def _score_terms(G, ell, baseline):
 
 def score_function_grad(logp,               # log joint: autograd function of z (dim,) or a `Target`
                         q,                  # variational family instance
-                        n_samples:int=100,  # draws from q (at least 4 with a baseline)
+                        n_mc:int=100,  # draws from q (at least 4 with a baseline)
                         rng=None,           # numpy Generator or seed
                         baseline:bool=True, # subtract the cross-fitted optimal constant c_i
                        ) -> GradEstimate:
     "Score-function (REINFORCE) estimate of the ELBO gradient, optionally with a baseline control variate."
     q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 4 if baseline else 2), as_rng(rng)
+    t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 4 if baseline else 2), as_rng(rng)
     Z = q.sample(rng, n)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     terms = _score_terms(q.score(Z), ell, baseline)
@@ -992,13 +992,13 @@ def _path_terms(t, q, eps, stl=False):
 
 def reparam_grad(logp,              # log joint: autograd function of z (dim,) or a `Target`
                  q,                 # reparameterisable family (`MeanFieldGaussian`, `FullRankGaussian`)
-                 n_samples:int=100, # draws of the base noise
+                 n_mc:int=100, # draws of the base noise
                  rng=None,          # numpy Generator or seed
                  stl:bool=False,    # sticking the landing: drop the score term instead of using the closed-form entropy
                 ) -> GradEstimate:
     "Reparameterisation (pathwise) estimate of the ELBO gradient: closed-form entropy, or sticking the landing."
     q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), check_count("n_samples", n_samples, 2), as_rng(rng)
+    t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
     terms, _ = _path_terms(t, q, rng.standard_normal((n, q.dim)), bool(stl))
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
@@ -1219,7 +1219,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
          family="meanfield",     # "meanfield", "fullrank", or a family instance used as the starting point
          n_iter:int=10000,       # maximum number of Adam steps
          lr=0.1,                 # base Adam step size (decayed, see `decay`), or a function lr(step) used as given
-         n_samples:int=10,       # Monte Carlo draws per step (gradient and the per-step ELBO estimate share them)
+         n_mc:int=10,       # Monte Carlo draws per step (gradient and the per-step ELBO estimate share them)
          rng=None,               # numpy Generator or seed
          gradient:str="reparam", # "reparam" (pathwise), "stl" (sticking the landing) or "score" (BBVI with a baseline)
          patience:int=None,      # alternative rule: stop when the moving-average ELBO has not improved for this many steps
@@ -1230,7 +1230,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
          decay:float=0.6,        # a numeric lr decays as lr / (1 + t/100)^decay; 0 keeps it constant
          tol_rel_obj:float=1e-3, # stop when the mean or median relative ELBO change is below this (Stan: 0.01); None: off
          eval_elbo:int=100,      # steps between the ELBO evaluations of the `tol_rel_obj` rule
-         elbo_samples:int=100,   # draws per ELBO evaluation of the `tol_rel_obj` rule
+         n_mc_elbo:int=100,   # draws per ELBO evaluation of the `tol_rel_obj` rule
          n_window:int=None,      # relative changes averaged by the rule; default max(2, 0.1 n_iter / eval_elbo) as in Stan
         ) -> VIResult:
     "Fit a Gaussian variational family by stochastic gradient ascent on the ELBO (ADVI / BBVI), with a convergence check."
@@ -1240,7 +1240,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
         dim = logp.dim
     dim = _check_dim(dim)
     t, q = _target(logp, dim), _make_family(family, dim)
-    n, rng = check_count("n_samples", n_samples, 4 if gradient == "score" else 1), as_rng(rng)
+    n, rng = check_count("n_mc", n_mc, 4 if gradient == "score" else 1), as_rng(rng)
     if gradient in ("reparam", "stl"):
         stl = gradient == "stl"
         def step(qc, it):
@@ -1250,7 +1250,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
         step = lambda qc, it: _score_step(t, qc, n, rng)
     else:
         raise ValueError(f"gradient must be 'reparam', 'stl' or 'score', got {gradient!r}")
-    eps_check = rng.standard_normal((check_count("elbo_samples", elbo_samples, 2), dim)) if tol_rel_obj is not None else None
+    eps_check = rng.standard_normal((check_count("n_mc_elbo", n_mc_elbo, 2), dim)) if tol_rel_obj is not None else None
     def elbo_fn(qc):              # ELBO for the stopping rule: the same base draws at every check (common random numbers)
         Z = np.asarray(qc.transform(eps_check), float)
         return float(np.mean(_logp_values(t, Z) - np.asarray(qc.log_prob(Z), float)))
@@ -1339,7 +1339,7 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
         family="meanfield",    # "meanfield", "fullrank" or a family instance (starting point)
         n_iter:int=2000,       # Adam steps
         lr=0.05,               # step size, or a function lr(step) (e.g. Robbins-Monro decay)
-        n_samples:int=10,      # Monte Carlo draws of z per step
+        n_mc:int=10,      # Monte Carlo draws of z per step
         rng=None,              # numpy Generator or seed (draws and minibatches)
         patience:int=None,     # optional moving-average stopping rule, as in `advi`
         window:int=20,         # moving-average window
@@ -1354,7 +1354,7 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
     M = check_count("batch_size", batch_size, 1)
     if M > N:
         raise ValueError(f"batch_size must be at most n_data={N}, got {M}")
-    q, S, rng = _make_family(family, dim), check_count("n_samples", n_samples, 1), as_rng(rng)
+    q, S, rng = _make_family(family, dim), check_count("n_mc", n_mc, 1), as_rng(rng)
     scale = N / M
     def step(qc, it):
         idx = rng.choice(N, M, replace=False)
@@ -1452,7 +1452,7 @@ def fig_iwae(n:int=200, # replicates per point
 
 # %% ../nbs/01_vi.ipynb #22c0eb1e
 def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
-                  n_samples:int=10,  # draws per ADVI step
+                  n_mc:int=10,  # draws per ADVI step
                   K:int=16,          # importance samples for the IWAE bound
                   n_iter:int=400,    # Adam steps
                   rng=0,        # random generator or seed (SPEC 7)
@@ -1462,7 +1462,7 @@ def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
     x, prior = _ng_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
     logZ = normal_gamma_log_evidence(x, **prior)
-    res = advi(tz, family="meanfield", n_iter=n_iter, lr=lr, n_samples=n_samples, rng=rng,
+    res = advi(tz, family="meanfield", n_iter=n_iter, lr=lr, n_mc=n_mc, rng=rng,
                decay=0.0, average=0.0, tol_rel_obj=None)                 # constant step, last iterate, fixed budget
     e1, eK = iwae_bound(tz, res.q, 1, 500, rng), iwae_bound(tz, res.q, K, 500, rng)
     fig, ax = new_figure(width=7, height=3.6)
@@ -1470,7 +1470,7 @@ def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
     ax.axhline(logZ, color="k", lw=1, label=r"$\log p(x)$")
     ax.axhline(e1.value, color=COLORS[0], ls="--", label=f"final ELBO {e1.value:.3f}")
     ax.axhline(eK.value, color=COLORS[1], ls="--", label=f"IWAE, K = {K}: {eK.value:.3f}")
-    ax.set(xlabel="Adam step", ylabel="nats", ylim=(logZ - 1.5, logZ + 0.5), title=f"lr = {lr:g}, S = {n_samples}")
+    ax.set(xlabel="Adam step", ylabel="nats", ylim=(logZ - 1.5, logZ + 0.5), title=f"lr = {lr:g}, S = {n_mc}")
     ax.legend(frameon=False, fontsize=8, loc="lower right")
     return fig
 
@@ -1544,7 +1544,7 @@ def logistic_predictive(mean,            # posterior mean of the weights, shape 
                         cov,             # posterior covariance, shape (d, d)
                         X,               # features, shape (n, d) (or (d,) for one point)
                         method:str="probit", # "probit" (closed form), "mc" (Monte Carlo) or "quad" (Gauss-Hermite)
-                        n_samples:int=4000,  # draws for method="mc"
+                        n_mc:int=4000,  # draws for method="mc"
                         rng=None,            # numpy Generator or seed (method="mc" only)
                        ) -> np.ndarray:
     "Predictive P(y = 1 | x) under a Gaussian posterior N(mean, cov) of logistic-regression weights."
@@ -1559,7 +1559,7 @@ def logistic_predictive(mean,            # posterior mean of the weights, shape 
     if X.ndim != 2 or X.shape[1] != d:
         raise ValueError(f"X must have shape (n, {d}), got {X.shape}")
     if method == "mc":
-        W = mvn_sample(rng, mean, cov, check_count("n_samples", n_samples, 1))     # validates cov (PD) and rng
+        W = mvn_sample(rng, mean, cov, check_count("n_mc", n_mc, 1))     # validates cov (PD) and rng
         p = special.expit(X @ W.T).mean(1)
     elif method in ("probit", "quad"):
         if not np.allclose(cov, cov.T) or np.min(np.linalg.eigvalsh(0.5 * (cov + cov.T))) < -1e-10 * max(1, np.abs(cov).max()):
@@ -1667,7 +1667,7 @@ def _logistic_fits(seed=1):
     ref = grid_posterior(t)                                                  # limits chosen from the Laplace fit
     lap = laplace(t, np.zeros(2))
     q0 = FullRankGaussian.from_moments(lap.mode, lap.cov)                    # start VI at the Laplace fit
-    vi = advi(t, family=q0, n_iter=1500, lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_samples=100,
+    vi = advi(t, family=q0, n_iter=1500, lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_mc=100,
               average=0.5, tol_rel_obj=None, rng=0).q                  # Polyak average of the 2nd half
     return X, y, t, ref, lap, vi
 
@@ -1721,7 +1721,7 @@ def _predictive_grid(seed=1, n=60):
     keep = pw > 1e-10                      # grid cells carrying any weight (the rest add < 1e-10 relative)
     Wref, pw = Wref[keep], pw[keep] / pw.sum()
     preds = {"plug-in MAP": special.expit(Xg @ lap.mode),
-             "Laplace, Monte Carlo": logistic_predictive(lap.mode, lap.cov, Xg, "mc", n_samples=2000, rng=0),
+             "Laplace, Monte Carlo": logistic_predictive(lap.mode, lap.cov, Xg, "mc", n_mc=2000, rng=0),
              "Laplace, probit": logistic_predictive(lap.mode, lap.cov, Xg, "probit"),
              "full-rank VI, probit": logistic_predictive(vi.mean, vi.cov, Xg, "probit"),
              "reference (grid)": special.expit(Xg @ Wref.T) @ pw}

@@ -73,7 +73,7 @@ def timed_run(t, family, n_iter, lr, seed, every=25):
         if (step + 1) % every == 0:
             checkpoints.append((step + 1, time.perf_counter(), time.process_time(), q.params.copy()))
     t0, c0 = time.perf_counter(), time.process_time()
-    res = advi(t, family=family, n_iter=n_iter, lr=lr, n_samples=10, rng=seed, callback=cb)
+    res = advi(t, family=family, n_iter=n_iter, lr=lr, n_mc=10, rng=seed, callback=cb)
     total = time.perf_counter() - t0
     return res, [(s, w - t0, c - c0, p) for s, w, c, p in checkpoints], total
 

@@ -322,7 +322,7 @@ def test_bad_input_raises(seed):
     with pytest.raises(ValueError, match="activation"): fit_map(X, y, rng=seed(0), activation="gelu")
     with pytest.raises(ValueError, match="n "): toy_regression_data(0, 0)
     fit = fit_map(X, y, rng=seed(0), hidden=(3,), n_iter=5)
-    with pytest.raises(ValueError, match="n_samples"): fit.predict(X, n_samples=0)
+    with pytest.raises(ValueError, match="n_draws"): fit.predict(X, n_draws=0)
     with pytest.raises(ValueError, match="1 columns"): fit.predict(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="std"): gaussian_nll(y, y, -np.ones_like(y))
     with pytest.raises(ValueError, match="levels"): calibration(y, y, np.ones_like(y), levels=[0.5, 1.0])

@@ -163,7 +163,7 @@ def test_adf_repeated_passes_overcount(toy):
 def test_parallel_schedule_and_logistic(toy):
     X, y, _ = toy
     seq = ep_probit(X, y, tol=1e-10)
-    par = ep_probit(X, y, schedule="parallel", damping=0.7, n_sweeps=500, tol=1e-10)
+    par = ep_probit(X, y, schedule="parallel", damping=0.7, n_iter=500, tol=1e-10)
     assert par.converged and np.allclose(par.mean, seq.mean, atol=1e-7) and np.allclose(par.cov, seq.cov, atol=1e-7)
     r = E._grid_posterior_2d(X, y, 1.0, link="logistic")
     lg = ep_logistic(X, y)
@@ -201,15 +201,15 @@ def test_clutter_against_quadrature(seed):
     # n = 30 points: EP error is a small fraction of a posterior sd (tolerances as in the probit grid test)
     x = clutter_data(30, theta=1.5, rng=seed(11))
     m, v, lz, _ = clutter_exact_1d(x[:, 0])
-    r = ep_clutter(x, damping=0.5, n_sweeps=500)
+    r = ep_clutter(x, damping=0.5, n_iter=500)
     assert r.converged
     assert abs(r.mean[0] - m) < 0.05 * np.sqrt(v) and abs(r.cov[0, 0] / v - 1) < 0.1 and abs(r.log_evidence - lz) < 0.05
 
 
 def test_damping_makes_oscillating_case_converge():
     x = E._clutter_oscillating()
-    und = ep_clutter(x, n_sweeps=300)
-    dmp = ep_clutter(x, n_sweeps=300, damping=0.5)
+    und = ep_clutter(x, n_iter=300)
+    dmp = ep_clutter(x, n_iter=300, damping=0.5)
     assert not und.converged
     assert np.all(und.history.max_change[-100:] > 1e-2)               # still oscillating after 200 sweeps
     assert np.ptp(und.history.mean[-100:, 0]) > 1.0                    # and the mean keeps jumping
@@ -296,7 +296,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="prior_var"): ep_probit(X, y, prior_var=np.array([[1.0, 2.0], [2.0, 1.0]]))
     with pytest.raises(ValueError, match="prior_var"): ep_probit(X, y, prior_var=np.ones(3))
     with pytest.raises(ValueError, match="damping"): ep_probit(X, y, damping=1.5)
-    with pytest.raises(ValueError, match="n_sweeps"): ep_logistic(X, y, n_sweeps=0)
+    with pytest.raises(ValueError, match="n_iter"): ep_logistic(X, y, n_iter=0)
     with pytest.raises(ValueError, match="tol"): ep_probit(X, y, tol=-1.0)
     with pytest.raises(ValueError, match="schedule"): ep_probit(X, y, schedule="random")
     with pytest.raises(ValueError, match="alpha"): power_ep(X, y, alpha=1.5)

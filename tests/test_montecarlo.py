@@ -450,7 +450,7 @@ def test_rqmc_unbiased_and_rates(seed):
     for method in ("mc", "halton", "sobol"):
         se = []
         for n in Ns:
-            e = rqmc_estimate(_exp_prod, int(n), 3, rng=seed(int(n)), method=method, n_reps=32)
+            e = rqmc_estimate(_exp_prod, int(n), 3, rng=seed(int(n)), method=method, n_rep=32)
             # (estimate - 1) / stderr is Student t with 31 df (32 independent randomisations); 24 such checks at
             # 7.1: false alarm 24 * P(|t_31| > 7.1) < 1e-6
             assert abs(e.estimate - 1) < 7.1 * e.stderr
@@ -477,7 +477,7 @@ def test_randomised_points_are_marginally_uniform(method, randomize, seed):
 
 
 def test_rqmc_shift_is_unbiased_in_1d(seed):
-    e = rqmc_estimate(lambda u: np.exp(u), 128, 1, rng=seed(0), randomize="shift", n_reps=32)
+    e = rqmc_estimate(lambda u: np.exp(u), 128, 1, rng=seed(0), randomize="shift", n_rep=32)
     assert abs(e.estimate - (math.e - 1)) < 4.9 * e.stderr   # CLT: 4.9 se, false alarm 1e-6
     with pytest.raises(ValueError, match="randomize"):
         rqmc_estimate(_exp_prod, 64, 2, rng=seed(0), randomize=None)

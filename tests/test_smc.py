@@ -234,9 +234,9 @@ def test_tracker_filter_beats_observations(seed):
 
 
 def test_loglik_spread_function():
-    err, n_rs = loglik_spread(100, n_runs=5)
+    err, n_rs = loglik_spread(100, n_rep=5)
     assert err.shape == (5,) and np.all(np.isfinite(err)) and n_rs > 0
-    err0, n0 = loglik_spread(100, ess_threshold=0.0, n_runs=3)
+    err0, n0 = loglik_spread(100, ess_threshold=0.0, n_rep=3)
     assert n0 == 0
 
 

@@ -65,9 +65,9 @@ def test_rate_plus_distortion_is_minus_elbo(small_vae, data, seed):
 def test_training_improves_test_elbo(data, seed):
     v = VAE(2, (64,))
     v.fit(data.X_train, epochs=1, rng=seed(2))
-    before = v.elbo(data.X_test, n_samples=10, rng=seed(0))
+    before = v.elbo(data.X_test, n_mc=10, rng=seed(0))
     v.fit(data.X_train, epochs=15, rng=seed(3))          # fit continues from the current weights
-    after = v.elbo(data.X_test, n_samples=10, rng=seed(0))
+    after = v.elbo(data.X_test, n_mc=10, rng=seed(0))
     # MC error of each average (359 images x 10 draws) is below 0.1 nats. Over 20 seeds after - before is 5.7 +- 1.4
     # nats (the spread comes from the first epoch: 4.2 spreads above 0) and after is -21.1 +- 0.2 nats (4.7 spreads
     # above -22). An untrained VAE scores -35 to -65 nats, one trained for an epoch -25 to -29.

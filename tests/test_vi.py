@@ -124,8 +124,8 @@ def test_elbo_normal_gamma_vb_below_exact_evidence(seed):
 def test_elbo_bad_input(seed):
     t, mN, vN, _ = gaussian_mean_model()
     q = MeanFieldGaussian.from_moments([mN], vN)
-    with pytest.raises(ValueError, match="n_samples"):
-        elbo(t, q, n_samples=0, rng=seed(0))
+    with pytest.raises(ValueError, match="n_mc"):
+        elbo(t, q, n_mc=0, rng=seed(0))
     with pytest.raises(ValueError, match="dimension"):
         elbo(t, FullRankGaussian(3), rng=seed(0))
     with pytest.raises(ValueError, match="not finite"), np.errstate(all="ignore"):
@@ -378,8 +378,8 @@ def test_stl_gradient_zero_per_draw_at_optimum_and_unbiased_elsewhere(family, se
 
 def test_gradient_estimators_bad_input(seed):
     t = correlated_gaussian(0.5)
-    with pytest.raises(ValueError, match="n_samples"):
-        score_function_grad(t, MeanFieldGaussian(2), n_samples=2, rng=seed(0))       # baseline needs >= 4
+    with pytest.raises(ValueError, match="n_mc"):
+        score_function_grad(t, MeanFieldGaussian(2), n_mc=2, rng=seed(0))       # baseline needs >= 4
     with pytest.raises(ValueError, match="not finite"), np.errstate(all="ignore"):
         reparam_grad(lambda z: anp.sqrt(z[0] - 50.0), MeanFieldGaussian(1), rng=seed(0))
 
@@ -452,11 +452,11 @@ def test_advi_score_gradient_shares_draws_with_the_elbo_trace(seed):
     def logp(z):
         calls[0] += 1
         return -0.5 * anp.sum(z**2)
-    res = advi(logp, 2, gradient="score", n_iter=7, n_samples=6, tol_rel_obj=None, rng=seed(0))
+    res = advi(logp, 2, gradient="score", n_iter=7, n_mc=6, tol_rel_obj=None, rng=seed(0))
     assert calls[0] == 7 * 6 and res.elbo.shape == (7,)                # n_samples evaluations per step, not 2 n_samples
     calls[0] = 0
-    advi(logp, 2, gradient="score", n_iter=200, n_samples=6, eval_elbo=100, elbo_samples=30, n_window=5, rng=seed(0))
-    assert calls[0] == 200 * 6 + 2 * 30                                # plus elbo_samples per check of the rule
+    advi(logp, 2, gradient="score", n_iter=200, n_mc=6, eval_elbo=100, n_mc_elbo=30, n_window=5, rng=seed(0))
+    assert calls[0] == 200 * 6 + 2 * 30                                # plus n_mc_elbo per check of the rule
 
 
 def test_meanfield_advi_matches_conditional_precisions_and_patience_stops(seed):
@@ -475,7 +475,7 @@ def test_meanfield_advi_matches_conditional_precisions_and_patience_stops(seed):
 def test_score_gradient_bbvi_moves_towards_the_optimum(seed):
     t = correlated_gaussian(0.0, (1.0, 1.0))
     q0 = MeanFieldGaussian.from_moments([2.0, -2.0], [0.5, 0.5])
-    res = advi(t, family=q0, gradient="score", n_iter=400, lr=0.05, n_samples=20, rng=seed(0))
+    res = advi(t, family=q0, gradient="score", n_iter=400, lr=0.05, n_mc=20, rng=seed(0))
     assert np.linalg.norm(res.q.mean) < 0.5 and np.allclose(res.q.scale, 1.0, atol=0.3)
 
 
@@ -645,7 +645,7 @@ def test_logistic_predictive_monte_carlo_and_bad_input(seed):
     X = rng.normal(size=(10, 3))
     m, C = np.array([1.0, -0.5, 0.3]), np.array([[1.0, 0.2, 0.0], [0.2, 0.5, 0.1], [0.0, 0.1, 0.8]])
     pq = logistic_predictive(m, C, X, "quad")
-    pmc = logistic_predictive(m, C, X, "mc", n_samples=40000, rng=seed(1))
+    pmc = logistic_predictive(m, C, X, "mc", n_mc=40000, rng=seed(1))
     assert np.all(np.abs(pmc - pq) < 5.3 * 0.5 / np.sqrt(40000))          # MC error <= 0.5 / sqrt(S); false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
     assert np.isclose(logistic_predictive(m, C, X[0], "quad"), pq[0])
     with pytest.raises(ValueError, match="cov"):
