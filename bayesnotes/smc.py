@@ -17,13 +17,14 @@ from .targets import Target
 from .mcmc import sample
 
 # %% auto #0
-__all__ = ['RESAMPLING', 'FeynmanKac', 'StateSpaceModel', 'KalmanResult', 'LinearGaussianSSM', 'multinomial', 'stratified',
-           'systematic', 'residual', 'resample', 'fig_resampling', 'SMCResult', 'smc', 'genealogy', 'trajectories',
-           'BootstrapFK', 'GuidedFK', 'bootstrap_model', 'guided_model', 'bootstrap_filter', 'nonmarkov_ssm',
-           'fig_degeneracy', 'fig_weight_degeneracy', 'fig_kalman_check', 'fig_guided_ess', 'NonlinearGaussianSSM',
-           'tracker_ssm', 'fig_tracker', 'TemperingFK', 'TemperedResult', 'tempered_smc', 'bimodal_target',
-           'fig_tempering', 'fig_mcmc_vs_smc', 'IBISFK', 'IBISResult', 'ibis', 'gaussian_ibis_example', 'fig_ibis',
-           'pmmh_target', 'pmmh', 'ar1_pmmh_example', 'fig_pmmh', 'loglik_spread', 'fig_loglik_spread']
+__all__ = ['RESAMPLING', 'FeynmanKac', 'StateSpaceModel', 'KalmanResult', 'LinearGaussianSSM', 'resampling_scheme', 'multinomial',
+           'stratified', 'systematic', 'residual', 'resample', 'fig_resampling', 'SMCResult', 'smc', 'genealogy',
+           'trajectories', 'BootstrapFK', 'GuidedFK', 'bootstrap_model', 'guided_model', 'bootstrap_filter',
+           'nonmarkov_ssm', 'fig_degeneracy', 'fig_weight_degeneracy', 'fig_kalman_check', 'fig_guided_ess',
+           'NonlinearGaussianSSM', 'tracker_ssm', 'fig_tracker', 'TemperingFK', 'TemperedResult', 'tempered_smc',
+           'bimodal_target', 'fig_tempering', 'fig_mcmc_vs_smc', 'IBISFK', 'IBISResult', 'ibis',
+           'gaussian_ibis_example', 'fig_ibis', 'pmmh_target', 'pmmh', 'ar1_pmmh_example', 'fig_pmmh', 'loglik_spread',
+           'fig_loglik_spread']
 
 # %% ../nbs/05_smc.ipynb #607d4e8f
 class FeynmanKac:
@@ -309,61 +310,62 @@ def _inverse_cdf(u, W):
     cum /= cum[-1]   # the last entry is exactly 1, so rounding never sends an index past N-1
     return np.searchsorted(cum, u, side="right")
 
-def _multinomial(W, M, rng): return _inverse_cdf(np.sort(rng.random(M)), W)
-def _stratified(W, M, rng):  return _inverse_cdf((np.arange(M) + rng.random(M)) / M, W)
-def _systematic(W, M, rng):
+RESAMPLING = {}   # name -> resampling function (W, M=None, rng=None) -> ancestor indices (M,)
+
+def _scheme_args(W, M, rng):
+    W = _check_weights(W)
+    return W, (W.size if M is None else check_count("M", M)), as_rng(rng)
+
+def resampling_scheme(core, # the bare scheme (W, M, rng) -> ancestors, on checked input: what the SMC loop calls
+                     ):
+    """Register `core` once in `RESAMPLING`, as a checked resampling function `(W, M=None, rng=None)` of the same name
+    and docstring; `.core` keeps the bare scheme. (The decorator of `particles.resampling` does the same.)"""
+    def resampler(W,        # normalised weights, shape (N,)
+                  M=None,   # number of ancestors to draw (None: N)
+                  rng=None, # random generator or seed (SPEC 7)
+                 ) -> np.ndarray:
+        return core(*_scheme_args(W, M, rng))
+    resampler.__name__ = resampler.__qualname__ = core.__name__
+    resampler.__doc__, resampler.core = core.__doc__, core
+    RESAMPLING[core.__name__] = resampler
+    return resampler
+
+@resampling_scheme
+def multinomial(W, M, rng):
+    "Multinomial resampling: M independent draws from the weights W; returns ancestor indices (M,)."
+    return _inverse_cdf(np.sort(rng.random(M)), W)
+
+@resampling_scheme
+def stratified(W, M, rng):
+    "Stratified resampling: one uniform in each of M equal strata of [0, 1); returns ancestor indices (M,)."
+    return _inverse_cdf((np.arange(M) + rng.random(M)) / M, W)
+
+@resampling_scheme
+def systematic(W, M, rng):
+    "Systematic resampling: one shared uniform shifted through M strata; returns ancestor indices (M,)."
     # u_n = (n + v)/M for n = 0..M-1, and #{n: u_n < c} = ceil(M c - v): offspring counts in O(N), no search needed
     cum = np.cumsum(W); cum /= cum[-1]
     below = np.ceil(M * cum - rng.random()).astype(np.int64)
     counts = below.copy(); counts[1:] -= below[:-1]
     return np.repeat(np.arange(W.size), counts)
-def _residual(W, M, rng):
+
+@resampling_scheme
+def residual(W, M, rng):
+    "Residual resampling: floor(M W) deterministic copies, the rest multinomial; returns ancestor indices (M,)."
     MW = M * W
     counts = np.floor(MW).astype(np.int64)
     A = np.repeat(np.arange(W.size), counts)
     R = M - A.size
     if R > 0:
         res = MW - counts
-        A = np.sort(np.concatenate([A, _multinomial(res / res.sum(), R, rng)]))
+        A = np.sort(np.concatenate([A, multinomial.core(res / res.sum(), R, rng)]))
     return A
 
-_SCHEMES = {"multinomial": _multinomial, "stratified": _stratified,
-            "systematic": _systematic, "residual": _residual}
-
 def _scheme(name):
-    if name not in _SCHEMES:
-        raise ValueError(f"resampling must be one of {sorted(_SCHEMES)}, got {name!r}")
-    return _SCHEMES[name]
-
-def _scheme_args(W, M, rng):
-    W = _check_weights(W)
-    return W, (W.size if M is None else check_count("M", M)), as_rng(rng)
-
-def multinomial(W,          # normalised weights, shape (N,)
-                M=None,     # number of ancestors to draw (None: N)
-                rng=None):  # numpy Generator or seed
-    "Multinomial resampling: M independent draws from the weights W; returns ancestor indices (M,)."
-    return _multinomial(*_scheme_args(W, M, rng))
-
-def stratified(W,          # normalised weights, shape (N,)
-               M=None,     # number of ancestors to draw (None: N)
-               rng=None):  # numpy Generator or seed
-    "Stratified resampling: one uniform in each of M equal strata of [0, 1); returns ancestor indices (M,)."
-    return _stratified(*_scheme_args(W, M, rng))
-
-def systematic(W,          # normalised weights, shape (N,)
-               M=None,     # number of ancestors to draw (None: N)
-               rng=None):  # numpy Generator or seed
-    "Systematic resampling: one shared uniform shifted through M strata; returns ancestor indices (M,)."
-    return _systematic(*_scheme_args(W, M, rng))
-
-def residual(W,          # normalised weights, shape (N,)
-             M=None,     # number of ancestors to draw (None: N)
-             rng=None):  # numpy Generator or seed
-    "Residual resampling: floor(M W) deterministic copies, the rest multinomial; returns ancestor indices (M,)."
-    return _residual(*_scheme_args(W, M, rng))
-
-RESAMPLING = {"multinomial": multinomial, "stratified": stratified, "systematic": systematic, "residual": residual}
+    "The bare scheme registered under `name` (a ValueError names the choices)."
+    if name not in RESAMPLING:
+        raise ValueError(f"resampling must be one of {sorted(RESAMPLING)}, got {name!r}")
+    return RESAMPLING[name].core
 
 def resample(W,                     # normalised weights, shape (N,)
              method:str="systematic", # one of `RESAMPLING`

@@ -17,22 +17,23 @@ from autograd.extend import primitive, defvjp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, track
 from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam)
 from .targets import Target, as_target, correlated_gaussian, logistic_regression
 from .datasets import load_old_faithful, load_breast_cancer, ising_test_image
 from .plotting import COLORS, new_figure, regenerate_figures
 
 # %% auto #0
-__all__ = ['MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elbo_gap', 'fig_forward_reverse_kl', 'VBNormalGamma',
-           'normal_gamma_posterior', 'vb_normal_gamma', 'fig_normal_gamma_vb', 'fig_normal_gamma_step',
-           'VBRegression1d', 'Regression1dExact', 'regression_1d_example', 'vb_regression_1d',
-           'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d', 'IsingResult',
-           'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful', 'GradEstimate',
-           'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'to_constrained', 'to_unconstrained',
-           'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi', 'fig_svi', 'iwae_bound',
-           'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace', 'logistic_predictive', 'logistic_example',
-           'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
+__all__ = ['GaussianFamily', 'MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elbo_gap',
+           'fig_forward_reverse_kl', 'VBNormalGamma', 'normal_gamma_posterior', 'vb_normal_gamma',
+           'fig_normal_gamma_vb', 'fig_normal_gamma_step', 'VBRegression1d', 'Regression1dExact',
+           'regression_1d_example', 'vb_regression_1d', 'regression_1d_log_posterior_gamma', 'regression_1d_exact',
+           'fig_vb_regression_1d', 'IsingResult', 'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm',
+           'fig_vbem_faithful', 'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance',
+           'to_constrained', 'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint',
+           'fig_advi', 'svi', 'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace',
+           'logistic_predictive', 'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior',
+           'fig_logistic_predictive']
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
 def _target(logp, dim, name="logp", other="the variational family"):
@@ -94,12 +95,36 @@ def _check_points(z, d):
         raise ValueError(f"z must have last dimension {d}, got shape {z.shape}")
     return z
 
-class MeanFieldGaussian:
-    "Diagonal Gaussian N(m, diag(s^2)) with unconstrained parameter vector [m, log s]."
-    def __init__(self, dim:int,     # dimension d of z
-                 params=None):      # parameter vector [m, log s] of length 2d; default N(0, I)
+class GaussianFamily:
+    "What the Gaussian variational families share: an unconstrained parameter vector, the mean, reparameterised draws."
+    def __init__(self,
+                 dim:int,     # dimension d of z
+                 params=None, # unconstrained parameter vector of length `n_params`; default N(0, I)
+                ):
         self.dim = _check_dim(dim)
         self.params = np.zeros(self.n_params) if params is None else _check_params(params, self.n_params)
+
+    def with_params(self,
+                    params,  # unconstrained variational parameters (flat array)
+                   ):
+        "The family member with these parameters."
+        return type(self)(self.dim, params)
+
+    @property
+    def mean(self): return self.params[:self.dim]
+
+    def sample(self,
+               rng,      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               n:int=1,  # number of draws
+              ):
+        "n reparameterised draws T(eps) with eps ~ N(0, I), shape (n, d)."
+        eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
+        return self.transform(eps)
+
+    def __repr__(self): return f"{type(self).__name__}(dim={self.dim})"
+
+class MeanFieldGaussian(GaussianFamily):
+    "Diagonal Gaussian N(m, diag(s^2)) with unconstrained parameter vector [m, log s]."
 
     @property
     def n_params(self): return 2 * self.dim
@@ -117,12 +142,6 @@ class MeanFieldGaussian:
         v = np.broadcast_to(v, mean.shape) if v.ndim == 0 else check_shape("cov", v, mean.shape)
         return cls(mean.size, np.concatenate([mean, 0.5 * np.log(v)]))
 
-    def with_params(self,
-                    params,  # unconstrained variational parameters (flat array)
-                   ):
-        return type(self)(self.dim, params)
-    @property
-    def mean(self): return self.params[:self.dim]
     @property
     def log_scale(self): return self.params[self.dim:]
     @property
@@ -134,13 +153,6 @@ class MeanFieldGaussian:
                   eps,   # standard-normal draws, shape (n, dim)
                  ):
         return self.mean + eps * self.scale
-    def sample(self,
-               rng,      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-               n:int=1,  # number of draws
-              ):
-        "n reparameterised draws m + s * eps, shape (n, d)."
-        eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
-        return self.transform(eps)
 
     def log_prob(self,
                  z,     # points, shape (n, dim)
@@ -173,7 +185,6 @@ class MeanFieldGaussian:
         return -np.asarray(eps, float) / np.asarray(self.scale, float)
 
     def entropy_grad(self): return np.r_[np.zeros(self.dim), np.ones(self.dim)]
-    def __repr__(self): return f"MeanFieldGaussian(dim={self.dim})"
 
 @lru_cache(maxsize=None)
 def _tril_scatter(d):
@@ -183,12 +194,8 @@ def _tril_scatter(d):
     S[r * d + c, np.arange(r.size)] = 1.0
     return S
 
-class FullRankGaussian:
+class FullRankGaussian(GaussianFamily):
     "Gaussian N(m, L L^T) with L lower triangular; parameter vector [m, log diag L, strictly-lower L]."
-    def __init__(self, dim:int,     # dimension d of z
-                 params=None):      # parameter vector of length d + d(d+1)/2; default N(0, I)
-        self.dim = _check_dim(dim)
-        self.params = np.zeros(self.n_params) if params is None else _check_params(params, self.n_params)
 
     @property
     def n_params(self): return self.dim + self.dim * (self.dim + 1) // 2
@@ -203,21 +210,10 @@ class FullRankGaussian:
         d = mean.size
         S = check_shape("cov", check_finite("cov", cov).reshape(d, d) if np.size(cov) == d * d else np.asarray(cov),
                         (d, d))
-        if not np.allclose(S, S.T):
-            raise ValueError("cov must be symmetric")
-        try:
-            L = linalg.cholesky(S, lower=True)
-        except linalg.LinAlgError:
-            raise ValueError("cov must be positive definite") from None
+        L = check_spd("cov", S)
         r, c = np.tril_indices(d, -1)
         return cls(d, np.concatenate([mean, np.log(np.diag(L)), L[r, c]]))
 
-    def with_params(self,
-                    params,  # unconstrained variational parameters (flat array)
-                   ):
-        return type(self)(self.dim, params)
-    @property
-    def mean(self): return self.params[:self.dim]
     @property
     def log_diag(self): return self.params[self.dim:2 * self.dim]
     @property
@@ -234,13 +230,6 @@ class FullRankGaussian:
                   eps,   # standard-normal draws, shape (n, dim)
                  ):
         return self.mean + anp.dot(eps, anp.transpose(self.chol))
-    def sample(self,
-               rng,      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-               n:int=1,  # number of draws
-              ):
-        "n reparameterised draws m + L eps, shape (n, d)."
-        eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
-        return self.transform(eps)
 
     def log_prob(self,
                  z,     # points, shape (n, dim)
@@ -290,7 +279,7 @@ class FullRankGaussian:
 
     def entropy_grad(self):
         return np.r_[np.zeros(self.dim), np.ones(self.dim), np.zeros(self.n_params - 2 * self.dim)]
-    def __repr__(self): return f"FullRankGaussian(dim={self.dim})"
+
 
 # %% ../nbs/01_vi.ipynb #0ae0c70f
 class Estimate(NamedTuple):
