@@ -20,7 +20,7 @@ import numpy as np
 from scipy import linalg, optimize, special, stats
 
 from .plotting import COLORS, new_figure
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, track
 from .core import ess, kl_gauss, log_normalize, mvn_logpdf
 from .datasets import load_breast_cancer
 
@@ -32,13 +32,7 @@ def _as_mean_cov(mean, cov):
         raise ValueError(f"mean must be a 1-d array, got shape {mean.shape}")
     cov = check_finite("cov", cov)
     if cov.ndim == 0: cov = cov.reshape(1, 1)
-    check_shape("cov", cov, (mean.size, mean.size))
-    if not np.allclose(cov, cov.T, rtol=1e-10, atol=1e-12):
-        raise ValueError("cov must be symmetric")
-    try:
-        L = linalg.cholesky(cov, lower=True)
-    except linalg.LinAlgError:
-        raise ValueError("cov must be positive definite") from None
+    L = check_spd("cov", cov, mean.size)
     return mean, cov, L
 
 def m_projection_diag(mean, # mean of the Gaussian p, shape (d,)
@@ -349,11 +343,7 @@ def _prior_cov(prior_var, d):
     if pv.ndim == 0 or pv.shape == (d,):
         check_positive("prior_var", pv)
         return np.diag(np.broadcast_to(pv, (d,)).astype(float))
-    check_shape("prior_var", pv, (d, d))
-    try:
-        linalg.cholesky(pv, lower=True)
-    except linalg.LinAlgError:
-        raise ValueError("prior_var must be positive definite") from None
+    check_spd("prior_var", pv, d)
     return 0.5 * (pv + pv.T)
 
 def _check_glm(X, y, prior_var):

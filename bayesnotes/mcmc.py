@@ -6,14 +6,15 @@
 __all__ = ['MAX_ENERGY_ERROR', 'MIX_MEANS', 'MIX_SDS', 'MIX_WEIGHTS', 'RWM_SCALES', 'BIOASSAY', 'UNIGAUSS_PRIORS',
            'mh_transition_matrix', 'random_walk_matrix', 'tv_to_stationary', 'fig_random_walk', 'State', 'Info',
            'Kernel', 'run_programs', 'rwmh', 'mala', 'leapfrog', 'hamiltonian', 'hmc', 'nuts_doubling', 'fig_nuts_tree',
-           'naive_nuts', 'nuts', 'slice_sampler', 'DualAveraging', 'warmup_schedule', 'SampleStats', 'MCMCResult',
-           'sample', 'mixture_target', 'mixture_pdf', 'run_rwm_mixture', 'fig_rwm_mixture', 'rwm_scaling',
-           'fig_optimal_scaling', 'rwm_mixing_plot', 'gibbs_gaussian', 'fig_gibbs_zigzag', 'gibbs_mixture_1d',
-           'fig_gibbs_mixture', 'fig_acf_mixture', 'gibbs_normal', 'ising_gibbs', 'fig_ising', 'NIW', 'gibbs_gmm',
-           'gmm_data', 'fig_gibbs_gmm', 'slice_demo_target', 'fig_slice_1d', 'binomial_logistic_target',
-           'fig_slice_binomial', 'peaks', 'simulated_annealing', 'fig_annealing', 'fig_leapfrog', 'hmc_trajectory_plot',
-           'fig_hmc_trajectories', 'fig_warmup', 'funnel_noncentred', 'run_funnel', 'fig_funnel', 'iris_logistic',
-           'fig_iris_boundaries', 'unigauss_target', 'run_unigauss', 'fig_trace_priors', 'fig_rank_priors']
+           'naive_nuts', 'Leaf', 'Trajectory', 'nuts', 'slice_sampler', 'DualAveraging', 'warmup_schedule',
+           'SampleStats', 'MCMCResult', 'sample', 'mixture_target', 'mixture_pdf', 'run_rwm_mixture', 'fig_rwm_mixture',
+           'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot', 'gibbs_gaussian', 'fig_gibbs_zigzag',
+           'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture', 'gibbs_normal', 'ising_gibbs', 'fig_ising',
+           'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm', 'slice_demo_target', 'fig_slice_1d',
+           'binomial_logistic_target', 'fig_slice_binomial', 'peaks', 'simulated_annealing', 'fig_annealing',
+           'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories', 'fig_warmup', 'funnel_noncentred',
+           'run_funnel', 'fig_funnel', 'iris_logistic', 'fig_iris_boundaries', 'unigauss_target', 'run_unigauss',
+           'fig_trace_priors', 'fig_rank_priors']
 
 # %% ../nbs/04_mcmc.ipynb #25efdc7e
 import math
@@ -24,7 +25,8 @@ from scipy import special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .targets import Target, as_target, correlated_gaussian, funnel, logistic_regression
-from .utils import as_rng, check_count, check_finite, check_positive, spawn_rng, track
+from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_shape,
+                              check_spd, spawn_rng, track)
 from .plotting import new_figure, COLORS
 from .datasets import load_iris_2d
 from .diagnostics import rhat, ess_bulk, autocorr, e_bfmi as _e_bfmi, plot_trace, plot_rank
@@ -50,9 +52,7 @@ def mh_transition_matrix(p,    # target probabilities on a finite space, shape (
 
 def random_walk_matrix(n_states=21):  # number of states {0, ..., n_states-1}
     "MH chain for the uniform target with a +-1 random-walk proposal; moves off the ends are rejected."
-    n = int(n_states)
-    if n < 2:
-        raise ValueError(f"`n_states` must be at least 2, got {n_states}")
+    n = check_count("n_states", n_states, minimum=2)
     Q = np.zeros((n, n))
     for i in range(n):                    # propose i-1 or i+1; the two end states propose "stay" for the outside
         for j in (i - 1, i + 1):
@@ -191,11 +191,6 @@ def _evaluate(x, uses_grad):
         g = np.zeros_like(x)
     return lp, g
 
-def _per_chain(v, n, c):
-    "Entry c of a per-chain parameter (scalar/vector shared by all chains, or stacked with a leading chain axis)."
-    v = np.asarray(v)
-    return v[c] if v.ndim >= 1 and v.shape[0] == n and n > 1 and v.ndim == 2 else v
-
 def _make_kernel(name, target, uses_grad, make_program, params):
     """Build the `Kernel` pair from `make_program(**params_of_one_chain)`, a per-chain transition generator.
     Each entry of `params` is shared by all chains or given per chain (leading axis = chain)."""
@@ -256,18 +251,13 @@ def _info(accept_prob, accepted, n_eval, energy, divergent=False, n_grad=0, tree
     return Info(float(accept_prob), bool(accepted), bool(divergent), int(n_grad), int(n_eval), int(tree_depth),
                 float(energy))
 
-def _target_of(logdensity, dim):
-    if not isinstance(logdensity, Target) and dim is None:
-        raise ValueError("`dim` is required when the log density is a plain function (or pass a Target)")
-    return as_target(logdensity, dim)
-
 # %% ../nbs/04_mcmc.ipynb #ddc35367
-def rwmh(logdensity,      # a `Target`, or a log density of one point (dim,) together with `dim`
+def rwmh(target,          # a `Target`, or a log density of one point (dim,) together with `dim`
          scale=1.0,       # proposal standard deviation (scalar or one per chain)
          inv_mass=None,   # diagonal proposal covariance, shape (dim,) or (chain, dim); default identity
-         dim=None):       # dimension, needed only when `logdensity` is a plain function
+         dim=None):       # dimension, needed only when `target` is a plain function
     "Random-walk Metropolis kernel with proposal N(x, scale^2 diag(inv_mass))."
-    target = _target_of(logdensity, dim)
+    target = as_target(target, dim)
     _check_params(target.dim, scale=scale, inv_mass=inv_mass)
     def make_program(scale, inv_mass):
         sd = scale * np.sqrt(inv_mass)
@@ -288,7 +278,7 @@ def mala(target,          # a `Target` (gradients by autograd), or an autograd l
          inv_mass=None,   # diagonal preconditioner M^-1, shape (dim,) or (chain, dim); default identity
          dim=None):       # dimension, needed only for a plain function
     "Metropolis-adjusted Langevin kernel: proposal N(x + eps^2/2 M^-1 grad, eps^2 M^-1) with the Hastings correction."
-    target = _target_of(target, dim)
+    target = as_target(target, dim)
     _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
     def make_program(step_size, inv_mass):
         e2, m = step_size ** 2, inv_mass
@@ -368,7 +358,7 @@ def hmc(target,            # a `Target`, or an autograd log density with `dim`
         inv_mass=None,     # diagonal inverse mass matrix, shape (dim,) or (chain, dim); default identity
         dim=None):         # dimension, needed only for a plain function
     "Hamiltonian Monte Carlo kernel with a fixed number of leapfrog steps and a Metropolis correction."
-    target = _target_of(target, dim)
+    target = as_target(target, dim)
     _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
     n_steps = check_count("n_steps", n_steps)
     L = int(n_steps)
@@ -450,7 +440,7 @@ def fig_nuts_tree(directions=(1, -1, 1, 1),  # direction of each doubling
     return fig
 
 # %% ../nbs/04_mcmc.ipynb #naive-nuts-code
-def naive_nuts(value_and_grad,  # x (dim,) -> (log density, gradient), e.g. `Target.value_and_grad`
+def naive_nuts(target,          # a `Target`, or an autograd log density of one point (then `x0` gives the dimension)
                x0,              # start (dim,)
                step_size,       # leapfrog step size (fixed, no adaptation)
                n_draws=1000,    # iterations (every one is kept)
@@ -459,6 +449,7 @@ def naive_nuts(value_and_grad,  # x (dim,) -> (log density, gradient), e.g. `Tar
     "Hoffman & Gelman's efficient NUTS (their Algorithm 3: slice variable, doubling) as plain recursion; identity mass. For teaching."
     rng = as_rng(rng)
     x = check_finite("x0", np.atleast_1d(np.asarray(x0, dtype=float)))
+    value_and_grad = as_target(target, x.size).value_and_grad
     eps = float(check_positive("step_size", step_size))
     max_depth = check_count("max_depth", max_depth)
     def leapfrog_(z, e):                                 # z = (x, p, logdensity, grad)
@@ -510,18 +501,33 @@ def naive_nuts(value_and_grad,  # x (dim,) -> (log density, gradient), e.g. `Tar
     return draws
 
 # %% ../nbs/04_mcmc.ipynb #625f658c
-def _no_u_turn(psharp_minus, psharp_plus, rho):
-    "Generalised no-U-turn criterion (Betancourt 2017): True while both ends still move along rho."
-    return float(np.dot(psharp_minus, rho)) > 0 and float(np.dot(psharp_plus, rho)) > 0
+class Leaf(NamedTuple):
+    "One point of a leapfrog trajectory in phase space."
+    position: np.ndarray   # x
+    momentum: np.ndarray   # p
+    velocity: np.ndarray   # M^-1 p, the "p sharp" of the U-turn criterion
+    logdensity: float      # log density at `position`
+    grad: np.ndarray       # gradient of the log density at `position`
 
-class _Subtree(NamedTuple):
-    valid: bool          # no divergence and no U-turn inside
-    end: tuple           # (x, p, lp, g) at the last leaf in integration order
-    proposal: tuple      # (x, p, lp, g) of the leaf sampled from the subtree
-    log_w: float         # log sum of the leaf weights exp(H0 - H)
-    rho: np.ndarray      # sum of the leaf momenta
-    psharp_beg: np.ndarray; psharp_end: np.ndarray   # velocities M^-1 p at the first and last leaf
-    p_beg: np.ndarray; p_end: np.ndarray             # momenta at the first and last leaf
+class Trajectory(NamedTuple):
+    "Consecutive leaves in leapfrog time: a subtree while NUTS builds it, then the whole trajectory of a transition."
+    left: Leaf             # earliest leaf in leapfrog time
+    right: Leaf            # latest leaf in leapfrog time
+    proposal: Leaf         # leaf sampled from the trajectory in proportion to its weight exp(H0 - H)
+    log_w: float           # log of the summed leaf weights
+    rho: np.ndarray        # sum of the leaf momenta
+    depth: int             # height of the tree: 2^depth leaves (whole trajectory: successful doublings)
+    turning: bool          # the U-turn criterion failed across the join of two halves
+    diverging: bool        # a leaf's energy error exceeded `MAX_ENERGY_ERROR`
+
+class _Tally(NamedTuple):
+    "Running totals of one NUTS transition over every leaf built, those of a discarded subtree included (as Stan)."
+    n_leapfrog: int        # leapfrog steps (= gradient evaluations)
+    sum_accept: float      # sum of min(1, exp(H0 - H)); divided by `n_leapfrog` it is the acceptance statistic
+
+def _no_u_turn(v_a, v_b, rho):
+    "Generalised no-U-turn criterion (Betancourt 2017): True while both end velocities still point along rho."
+    return float(np.dot(v_a, rho)) > 0 and float(np.dot(v_b, rho)) > 0
 
 def _logaddexp(a, b):
     "log(e^a + e^b) for two floats: numpy's formula and libm calls (bit-identical to np.logaddexp), without array overhead."
@@ -530,26 +536,45 @@ def _logaddexp(a, b):
     d = a - b
     return a + math.log1p(math.exp(-d)) if d > 0 else b + math.log1p(math.exp(d))
 
-def _merge(rng, left, right):
-    "Join two adjacent valid subtrees of equal size: multinomial choice of the proposal, then the U-turn checks."
-    log_w = _logaddexp(left.log_w, right.log_w)
-    # uniform progressive sampling: the right half's candidate wins with probability W_right / W
-    proposal = right.proposal if rng.uniform() < math.exp(right.log_w - log_w) else left.proposal
+def _join(left, right, proposal, log_w, depth):
+    "The trajectory `left` followed in time by `right`, with the generalised U-turn criterion checked across the join."
     rho = left.rho + right.rho
-    valid = (_no_u_turn(left.psharp_beg, right.psharp_end, rho)
-             # Stan's extra checks across the two halves
-             and _no_u_turn(left.psharp_beg, right.psharp_beg, left.rho + right.p_beg)
-             and _no_u_turn(left.psharp_end, right.psharp_end, right.rho + left.p_end))
-    return _Subtree(valid, right.end, proposal, log_w, rho, left.psharp_beg, right.psharp_end, left.p_beg, right.p_end)
+    turning = not (_no_u_turn(left.left.velocity, right.right.velocity, rho)
+                   # Stan's extra checks: each half together with the nearest leaf of the other
+                   and _no_u_turn(left.left.velocity, right.left.velocity, left.rho + right.left.momentum)
+                   and _no_u_turn(left.right.velocity, right.right.velocity, right.rho + left.right.momentum))
+    return Trajectory(left.left, right.right, proposal, log_w, rho, depth, turning, False)
 
-def _build_tree(rng, depth, z, eps, m, h0, stats):
-    """Program fragment: a subtree of 2^depth leapfrog steps from z = (x, p, lp, g). Iterative: leaves are made one at
-    a time and a stack holds the completed subtrees still waiting for their right neighbour; whenever the two on top
-    have the same size they are merged. This visits leaves, merges, checks and random numbers in exactly the order of
-    Stan's recursion (build left half, stop if invalid, build right half, stop if invalid, merge), so it returns the
-    same subtree from the same random stream, without a generator frame per level."""
-    stack = []                                            # (level, subtree): completed subtrees of 2^level leaves
-    x, p, lp, g = z
+def _merge(rng, older, newer, forward):
+    "Inside a subtree: join two adjacent valid halves of equal size (`newer` built after `older`, in direction `forward`)."
+    log_w = _logaddexp(older.log_w, newer.log_w)
+    # uniform progressive sampling: the newer half's candidate wins with probability W_newer / W
+    proposal = newer.proposal if rng.uniform() < math.exp(newer.log_w - log_w) else older.proposal
+    left, right = (older, newer) if forward else (newer, older)
+    return _join(left, right, proposal, log_w, older.depth + 1)
+
+def _extend(rng, trajectory, subtree, forward):
+    "Doubling: join a valid new subtree to the trajectory on its `forward` (or backward) side."
+    # biased progressive sampling: the subtree's candidate wins with probability min(1, W_new / W_old)
+    if subtree.log_w > trajectory.log_w or rng.uniform() < math.exp(subtree.log_w - trajectory.log_w):
+        proposal = subtree.proposal
+    else:
+        proposal = trajectory.proposal
+    log_w = _logaddexp(trajectory.log_w, subtree.log_w)
+    left, right = (trajectory, subtree) if forward else (subtree, trajectory)
+    return _join(left, right, proposal, log_w, trajectory.depth + 1)
+
+def _build_tree(rng, depth, start, eps, m, h0, tally):
+    """Program fragment: a subtree of 2^depth leapfrog steps of size eps (< 0: backwards in time) from the `Leaf`
+    `start`; returns (subtree `Trajectory`, updated `_Tally`). Iterative: leaves are made one at a time and a stack
+    holds the completed subtrees still waiting for their neighbour; whenever the two on top have the same size they
+    are merged. This visits leaves, merges, checks and random numbers in exactly the order of Stan's recursion (build
+    the first half, stop if invalid, build the second half, stop if invalid, merge), so it returns the same subtree
+    from the same random stream, without a generator frame per level."""
+    forward = eps > 0
+    stack = []                                            # completed subtrees, sizes strictly decreasing
+    x, p, g = start.position, start.momentum, start.grad
+    n_leapfrog, sum_accept = tally
     half = 0.5 * eps
     for _ in range(1 << depth):
         p = p + half * g                                  # one leapfrog step (as `_leapfrog_step`, inlined)
@@ -557,65 +582,42 @@ def _build_tree(rng, depth, z, eps, m, h0, stats):
         lp, g = yield (_VG, x)
         p = p + half * g
         h = _energy(lp, p, m)
-        stats[0] += 1                                     # leapfrog steps
-        stats[1] += math.exp(min(0.0, h0 - h))            # summed acceptance statistics
-        divergent = h - h0 > MAX_ENERGY_ERROR
-        stats[2] |= divergent
-        leaf, ps = (x, p, lp, g), m * p
-        node = _Subtree(not divergent, leaf, leaf, h0 - h, p, ps, ps, p, p)
-        if divergent:
-            return node                                   # an invalid subtree ends the doubling
-        level = 0
-        while stack and stack[-1][0] == level:            # the left neighbour of equal size is complete: merge
-            node = _merge(rng, stack.pop()[1], node)
-            if not node.valid:
-                return node
-            level += 1
-        stack.append((level, node))
-    return stack[0][1]
+        n_leapfrog += 1
+        sum_accept += math.exp(min(0.0, h0 - h))
+        leaf = Leaf(x, p, m * p, lp, g)
+        node = Trajectory(leaf, leaf, leaf, h0 - h, p, 0, False, h - h0 > MAX_ENERGY_ERROR)
+        if node.diverging:
+            return node, _Tally(n_leapfrog, sum_accept)   # an invalid subtree ends the doubling
+        while stack and stack[-1].depth == node.depth:    # its neighbour of equal size is complete: merge
+            node = _merge(rng, stack.pop(), node, forward)
+            if node.turning:
+                return node, _Tally(n_leapfrog, sum_accept)
+        stack.append(node)
+    return stack[0], _Tally(n_leapfrog, sum_accept)
 
 def _nuts_program(step_size, inv_mass, max_depth):
     "Per-chain NUTS transition (multinomial sampling, generalised U-turn criterion with Stan's extra checks)."
     m = inv_mass
     def program(rng, x, lp, g):
-        p0 = rng.standard_normal(x.size) / np.sqrt(m)
+        p0 = rng.standard_normal(x.size) / np.sqrt(m)     # fresh momentum p0 ~ N(0, M)
         h0 = _energy(lp, p0, m)
-        ps0 = m * p0
-        z_fwd = z_bck = (x, p0, lp, g)
-        # velocities/momenta at the four inner and outer ends of the backward and forward parts
-        ps_ff = ps_fb = ps_bf = ps_bb = ps0
-        p_ff = p_fb = p_bf = p_bb = p0
-        rho = p0.copy()
-        sample, log_w = (x, p0, lp, g), 0.0          # the initial point has weight exp(H0 - H0) = 1
-        stats = [0, 0.0, False]
-        depth = 0
-        while depth < max_depth:
-            if rng.uniform() > 0.5:                  # extend forwards: the old trajectory becomes the backward part
-                rho_bck, p_bf, ps_bf = rho, p_ff, ps_ff
-                sub = yield from _build_tree(rng, depth, z_fwd, step_size, m, h0, stats)
-                z_fwd, rho_fwd = sub.end, sub.rho
-                ps_fb, ps_ff, p_fb, p_ff = sub.psharp_beg, sub.psharp_end, sub.p_beg, sub.p_end
-            else:                                    # extend backwards: the old trajectory becomes the forward part
-                rho_fwd, p_fb, ps_fb = rho, p_bb, ps_bb
-                sub = yield from _build_tree(rng, depth, z_bck, -step_size, m, h0, stats)
-                z_bck, rho_bck = sub.end, sub.rho
-                ps_bf, ps_bb, p_bf, p_bb = sub.psharp_beg, sub.psharp_end, sub.p_beg, sub.p_end
-            if not sub.valid:
-                break                                # an invalid subtree is discarded whole
-            depth += 1
-            # biased progressive sampling: the new subtree's candidate wins with probability min(1, W_new / W_old)
-            if sub.log_w > log_w or rng.uniform() < math.exp(sub.log_w - log_w):
-                sample = sub.proposal
-            log_w = _logaddexp(log_w, sub.log_w)
-            rho = rho_bck + rho_fwd
-            if not (_no_u_turn(ps_bb, ps_ff, rho)
-                    and _no_u_turn(ps_bb, ps_fb, rho_bck + p_fb)
-                    and _no_u_turn(ps_bf, ps_ff, rho_fwd + p_bf)):
+        start = Leaf(x, p0, m * p0, lp, g)
+        trajectory = Trajectory(start, start, start, 0.0, p0.copy(), 0, False, False)   # weight exp(H0 - H0) = 1
+        tally = _Tally(0, 0.0)
+        while trajectory.depth < max_depth and not trajectory.turning:
+            forward = rng.uniform() > 0.5                 # double forwards in time from the right end, or backwards
+            subtree, tally = yield from _build_tree(rng, trajectory.depth,
+                                                    trajectory.right if forward else trajectory.left,
+                                                    step_size if forward else -step_size, m, h0, tally)
+            if subtree.turning or subtree.diverging:      # an invalid subtree is discarded whole
+                trajectory = trajectory._replace(diverging=subtree.diverging)
                 break
-        xs, ps, lps, gs = sample
-        n_leap = stats[0]
-        info = _info(stats[1] / max(n_leap, 1), xs is not x, n_leap, _energy(lps, ps, m), stats[2], n_leap, depth)
-        return (xs, lps, gs), info
+            trajectory = _extend(rng, trajectory, subtree, forward)
+        new = trajectory.proposal
+        info = _info(tally.sum_accept / max(tally.n_leapfrog, 1), new.position is not x, tally.n_leapfrog,
+                     _energy(new.logdensity, new.momentum, m), trajectory.diverging, tally.n_leapfrog,
+                     trajectory.depth)
+        return (new.position, new.logdensity, new.grad), info
     return program
 
 def nuts(target,           # a `Target`, or an autograd log density with `dim`
@@ -624,25 +626,24 @@ def nuts(target,           # a `Target`, or an autograd log density with `dim`
          max_depth=10,     # maximum tree depth (at most 2^max_depth - 1 leapfrog steps per draw)
          dim=None):        # dimension, needed only for a plain function
     "No-U-Turn sampler with multinomial trajectory sampling and the generalised U-turn criterion, as Stan does it."
-    target = _target_of(target, dim)
+    target = as_target(target, dim)
     _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
     max_depth = check_count("max_depth", max_depth)
     def make_program(step_size, inv_mass):
-        return _nuts_program(step_size, inv_mass, int(max_depth))
+        return _nuts_program(step_size, inv_mass, max_depth)
     return _make_kernel("nuts", target, True, make_program,
                         dict(step_size=step_size, inv_mass=np.ones(target.dim) if inv_mass is None else inv_mass))
 
+
 # %% ../nbs/04_mcmc.ipynb #fb05ae52
-def slice_sampler(logdensity,       # a `Target`, or a log density of one point with `dim`
+def slice_sampler(target,           # a `Target`, or a log density of one point with `dim`
                   width=1.0,        # bracket width w: scalar, per coordinate (dim,), or per chain (chain, dim)
                   max_steps_out=32, # limit m on the number of stepping-out steps (split randomly between the sides)
                   dim=None):        # dimension, needed only for a plain function
     "Coordinate-wise slice sampler with stepping out and shrinkage (Neal 2003); one step = one sweep over all coordinates."
-    target = _target_of(logdensity, dim)
+    target = as_target(target, dim)
     _check_params(target.dim, width=width)
-    if isinstance(max_steps_out, bool) or int(max_steps_out) != max_steps_out or max_steps_out < 0:
-        raise ValueError(f"`max_steps_out` must be a non-negative integer, got {max_steps_out}")
-    m_out = int(max_steps_out)
+    m_out = check_count("max_steps_out", max_steps_out, minimum=0)
     def make_program(width):
         w_all = np.broadcast_to(width, (target.dim,))
         def program(rng, x0, lp0, g):
@@ -691,8 +692,7 @@ class DualAveraging:
                  t0=10.0,            # iteration offset that damps the first iterations
                  kappa=0.75,         # decay exponent of the averaging weights
                  mu_factor=10.0):    # shrink log step sizes towards log(mu_factor * initial step size)
-        if not 0 < target_accept < 1:
-            raise ValueError(f"`target_accept` must lie in (0, 1), got {target_accept}")
+        check_probability("target_accept", target_accept)
         self.delta, self.gamma, self.t0, self.kappa, self.mu_factor = target_accept, gamma, t0, kappa, mu_factor
         self.restart(step_size)
 
@@ -820,62 +820,100 @@ def _resolve_kernel(kernel):
                 lambda t, s, m, **kw: kernel(t, step_size=s, inv_mass=m, **kw), 0.8)
     raise ValueError(f"`kernel` must be a kernel name or a factory, got {kernel!r}")
 
-def _positive_int(name, v, minimum=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {v!r}")
-    return int(v)
+class _ChainPlan(NamedTuple):
+    "What the chains of one `sample` call share: the kernel, the run lengths and the warm-up plan."
+    make: Callable          # (step_size, inv_mass) -> the kernel's per-chain transition program
+    family: str             # kernel family, e.g. "nuts"
+    uses_grad: bool         # the kernel uses gradients (this picks the initial step-size heuristic)
+    n_warmup: int           # warm-up iterations
+    n_draws: int            # draws kept
+    windows: list           # slow warm-up windows (start, end), in which the inverse mass is estimated
+    adapt_accept: float     # acceptance rate dual averaging aims at; None: no adaptation
+    init_accept: float      # acceptance rate the initial step-size heuristic aims at (None only for slice)
+    tick: Callable          # called after every iteration (progress bar)
 
-def _chain(make, family, uses_grad, rng, x, lp, g, eps, m, n_warmup, n_draws, windows, delta, tick, accept):
-    """Program for one whole chain: warm-up with adaptation (towards acceptance `delta`, None: no adaptation), then
-    sampling. `accept` is the acceptance rate the initial step-size heuristic aims for. Returns draws and statistics."""
-    d = x.size
+class _Welford(NamedTuple):
+    "Running mean and sum of squared deviations (Welford's algorithm) of the draws of a slow warm-up window."
+    n: int                  # draws accumulated
+    mean: np.ndarray        # their mean (dim,)
+    m2: np.ndarray          # sum of squared deviations from the mean (dim,)
+
+    def add(self, x):       # one draw (dim,)
+        "The accumulator with one more draw."
+        n = self.n + 1
+        delta = x - self.mean
+        mean = self.mean + delta / n
+        return _Welford(n, mean, self.m2 + delta * (x - mean))
+
+    def inv_mass(self):
+        "Stan's regularised variance: the sample variance shrunk towards 1e-3 with the weight of 5 draws."
+        var = self.m2 / max(self.n - 1, 1)
+        return (self.n / (self.n + 5.0)) * var + 1e-3 * (5.0 / (self.n + 5.0))
+
+def _no_draws(d):
+    return _Welford(0, np.zeros(d), np.zeros(d))
+
+class _ChainResult(NamedTuple):
+    "What one chain's program returns to `sample`."
+    draws: np.ndarray             # (n_draws, dim)
+    stats: SampleStats            # per-draw statistics, each (n_draws,)
+    step_size: float              # step size after warm-up
+    inv_mass: np.ndarray          # (dim,) diagonal inverse mass after warm-up
+    warmup_step_size: np.ndarray  # (n_warmup,) step size used at each warm-up iteration
+
+_INFO_RECORDED = ("accept_prob", "divergent", "tree_depth", "n_grad", "n_eval", "energy")
+
+def _chain(plan, rng, state, step_size, inv_mass):
+    """Program for one whole chain from `state` (a `State`) with the shared `_ChainPlan`: warm-up (dual averaging of
+    the step size, the diagonal inverse mass from the slow windows), then `plan.n_draws` transitions with both fixed.
+    `step_size` None: found by the initial heuristic. Returns a `_ChainResult`."""
+    eps, m, d = step_size, inv_mass, state.position.size
     if eps is None:
-        eps = yield from _initial_step_size(uses_grad, rng, x, lp, g, 1.0, m, accept)
-    rw = family in ("rwmh", "mala")
+        eps = yield from _initial_step_size(plan.uses_grad, rng, *state, 1.0, m, plan.init_accept)
+    rw = plan.family in ("rwmh", "mala")
     # Stan shrinks towards 10x the initial step size; the random-walk kernels' noisier signal needs gentler settings
-    da = DualAveraging(eps, delta, gamma=0.2 if rw else 0.05, mu_factor=1.0 if rw else 10.0) if delta else None
-    window_end = {end - 1 for _, end in windows}
-    in_window = np.zeros(n_warmup, bool)
-    for s_, e_ in windows:
-        in_window[s_:e_] = True
-    n_w, mean_w, m2_w = 0, np.zeros(d), np.zeros(d)          # Welford accumulators of the current slow window
-    warm_eps = np.zeros(n_warmup)
-    draws = np.zeros((n_draws, d))
-    rec = {f: np.zeros(n_draws) for f in SampleStats._fields}
-    program = make(eps, m)
-    for it in range(n_warmup + n_draws):
-        (x, lp, g), info = yield from program(rng, x, lp, g)
-        tick()
-        if it >= n_warmup:
-            j = it - n_warmup
-            draws[j] = x
-            for f in ("accept_prob", "divergent", "tree_depth", "n_grad", "n_eval", "energy"):
-                rec[f][j] = getattr(info, f)
-            rec["logdensity"][j] = lp
-            continue
-        warm_eps[it] = eps
+    da = (DualAveraging(eps, plan.adapt_accept, gamma=0.2 if rw else 0.05, mu_factor=1.0 if rw else 10.0)
+          if plan.adapt_accept else None)
+    window_end = {end - 1 for _, end in plan.windows}
+    in_window = np.zeros(plan.n_warmup, bool)
+    for start, end in plan.windows:
+        in_window[start:end] = True
+    window = _no_draws(d)
+    warmup_eps = np.zeros(plan.n_warmup)
+    program = plan.make(eps, m)
+    for it in range(plan.n_warmup):                  # warm-up: adapt, discard the draws
+        (x, lp, g), info = yield from program(rng, *state)
+        state = State(x, lp, g)
+        plan.tick()
+        warmup_eps[it] = eps
         if da is not None:
             eps = float(da.update(info.accept_prob))
         if in_window[it]:
-            n_w += 1
-            delta_x = x - mean_w
-            mean_w = mean_w + delta_x / n_w
-            m2_w = m2_w + delta_x * (x - mean_w)
-        if it in window_end:
-            var = m2_w / max(n_w - 1, 1)
-            m = (n_w / (n_w + 5.0)) * var + 1e-3 * (5.0 / (n_w + 5.0))   # Stan's regularised variance
-            if family != "rwmh":
+            window = window.add(x)
+        if it in window_end:                         # a slow window ends: new inverse mass, new step-size search
+            m = window.inv_mass()
+            if plan.family != "rwmh":
                 # Stan forgets the window; a random walk's window holds too few effective draws, so for rwmh the
                 # estimate keeps accumulating over all slow windows (as in adaptive Metropolis, Haario et al. 1999)
-                n_w, mean_w, m2_w = 0, np.zeros(d), np.zeros(d)
+                window = _no_draws(d)
             if da is not None:
-                eps = yield from _initial_step_size(uses_grad, rng, x, lp, g, eps, m, delta)
+                eps = yield from _initial_step_size(plan.uses_grad, rng, *state, eps, m, plan.adapt_accept)
                 da.restart(eps)
-        if it == n_warmup - 1 and da is not None:
+        if it == plan.n_warmup - 1 and da is not None:
             eps = float(da.final_step_size)
         if da is not None or it in window_end:
-            program = make(eps, m)
-    return draws, rec, eps, m, warm_eps
+            program = plan.make(eps, m)
+    draws = np.zeros((plan.n_draws, d))
+    stats = SampleStats(*np.zeros((len(SampleStats._fields), plan.n_draws)))
+    for j in range(plan.n_draws):                    # sampling: fixed step size and inverse mass, keep every draw
+        (x, lp, g), info = yield from program(rng, *state)
+        state = State(x, lp, g)
+        plan.tick()
+        draws[j] = x
+        for f in _INFO_RECORDED:
+            getattr(stats, f)[j] = getattr(info, f)
+        stats.logdensity[j] = lp
+    return _ChainResult(draws, stats, eps, m, warmup_eps)
 
 def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a factory f(target, step_size=, inv_mass=) -> Kernel
            target,             # a `Target`, or an autograd log density of one point (then `x0` gives the dimension)
@@ -893,11 +931,11 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
     "Run `n_chains` MCMC chains with Stan-style warm-up; returns draws (chain, draw, dim), statistics and adapted parameters."
     rng = as_rng(rng)
     family, factory, default_accept = _resolve_kernel(kernel)
-    n_warmup = _positive_int("n_warmup", n_warmup, 0)
-    n_draws = _positive_int("n_draws", n_draws, 1)
-    n_chains = _positive_int("n_chains", n_chains, 1)
-    if target_accept is not None and not 0 < target_accept < 1:
-        raise ValueError(f"`target_accept` must lie in (0, 1), got {target_accept}")
+    n_warmup = check_count("n_warmup", n_warmup, minimum=0)
+    n_draws = check_count("n_draws", n_draws)
+    n_chains = check_count("n_chains", n_chains)
+    if target_accept is not None:
+        check_probability("target_accept", target_accept)
     if not isinstance(target, Target):
         if x0 is None:
             raise ValueError("`x0` is required when `target` is a plain function (it gives the dimension)")
@@ -934,23 +972,25 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
     if uses_grad and not np.all(np.isfinite([s[1] for s in start])):
         raise ValueError("gradient of the log density at `x0` is not finite")
     accept = default_accept if target_accept is None else target_accept      # None only for slice
-    delta = accept if (adapt and family != "slice") else None
-    windows = warmup_schedule(n_warmup) if adapt else []
-    make = lambda e, m: factory(target, e, m, **kernel_kwargs).program
     bar = track(range((n_warmup + n_draws) * n_chains), progress, desc=f"{family}", total=(n_warmup + n_draws) * n_chains)
     tick = bar.update if hasattr(bar, "update") else (lambda *a: None)
+    plan = _ChainPlan(make=lambda e, m: factory(target, e, m, **kernel_kwargs).program, family=family,
+                      uses_grad=uses_grad, n_warmup=n_warmup, n_draws=n_draws,
+                      windows=warmup_schedule(n_warmup) if adapt else [],
+                      adapt_accept=accept if (adapt and family != "slice") else None, init_accept=accept,
+                      tick=lambda: tick(1))
     rngs = rng.spawn(n_chains)
-    progs = [_chain(make, family, uses_grad, rngs[c], X[c], start[c][0], start[c][1], E[c], M[c].copy(),
-                    n_warmup, n_draws, windows, delta, lambda: tick(1), accept) for c in range(n_chains)]
-    res = run_programs(progs, target)
+    chains = run_programs([_chain(plan, rngs[c], State(X[c], start[c][0], start[c][1]), E[c], M[c].copy())
+                           for c in range(n_chains)], target)
     if hasattr(bar, "close"):
         bar.close()
-    rec = {f: np.array([r[1][f] for r in res]) for f in SampleStats._fields}
-    rec["divergent"] = rec["divergent"].astype(bool)
-    for f in ("tree_depth", "n_grad", "n_eval"):
-        rec[f] = rec[f].astype(int)
-    return MCMCResult(np.array([r[0] for r in res]), SampleStats(**rec), np.array([r[2] for r in res], float),
-                      np.array([r[3] for r in res], float), family, np.array([r[4] for r in res]))
+    stats = SampleStats(*(np.array([getattr(r.stats, f) for r in chains]) for f in SampleStats._fields))
+    stats = stats._replace(divergent=stats.divergent.astype(bool), tree_depth=stats.tree_depth.astype(int),
+                           n_grad=stats.n_grad.astype(int), n_eval=stats.n_eval.astype(int))
+    return MCMCResult(np.array([r.draws for r in chains]), stats, np.array([r.step_size for r in chains], float),
+                      np.array([r.inv_mass for r in chains], float), family,
+                      np.array([r.warmup_step_size for r in chains]))
+
 
 # %% ../nbs/04_mcmc.ipynb #ca533bb3
 MIX_MEANS, MIX_SDS, MIX_WEIGHTS = np.array([-20.0, 20.0]), np.array([10.0, 10.0]), np.array([0.3, 0.7])
@@ -989,7 +1029,7 @@ def run_rwm_mixture(scales=RWM_SCALES,  # proposal standard deviations tau
                     rng=0):            # random seed
     "Random-walk Metropolis on the 1-d mixture for several proposal scales; returns {tau: draws (chain, draw)}."
     t = mixture_target()
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     x0 = rng.normal(0, 20, size=(n_chains, 1))
     return {tau: sample("rwmh", t, x0, n_warmup=0, n_draws=n_draws, n_chains=n_chains, rng=rng, adapt=False,
                         step_size=tau).draws[..., 0] for tau in scales}
@@ -1015,25 +1055,25 @@ def fig_rwm_mixture(scales=RWM_SCALES,  # proposal sds
 # %% ../nbs/04_mcmc.ipynb #dc679d67
 def rwm_scaling(dim=50,                     # dimension of the standard Gaussian target
                 ells=np.linspace(0.5, 5, 19),  # scaled proposal sizes ell = tau * sqrt(dim)
-                n_iter=600,                 # iterations per chain (after a start at stationarity)
+                n_draws=600,                # draws per chain (after a start at stationarity)
                 n_chains=8,                 # chains per ell
                 rng=0):                    # random seed
     "Acceptance rate and expected squared jump per coordinate of RWM on N(0, I_dim) as a function of ell."
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     acc, esjd = [], []
     for ell in ells:
         tau = ell / np.sqrt(dim)
         x = rng.normal(size=(n_chains, dim))             # exact draws: no burn-in needed
         lp = -0.5 * np.sum(x ** 2, axis=1)
         a = j = 0.0
-        for _ in range(n_iter):
+        for _ in range(n_draws):
             prop = x + tau * rng.normal(size=x.shape)
             lpp = -0.5 * np.sum(prop ** 2, axis=1)
             ok = np.log(rng.uniform(size=n_chains)) < lpp - lp
             j += np.sum(ok * np.sum((prop - x) ** 2, axis=1)) / dim
             a += ok.sum()
             x[ok], lp[ok] = prop[ok], lpp[ok]
-        acc.append(a / (n_iter * n_chains)); esjd.append(j / (n_iter * n_chains))
+        acc.append(a / (n_draws * n_chains)); esjd.append(j / (n_draws * n_chains))
     return np.asarray(ells), np.array(acc), np.array(esjd)
 
 def fig_optimal_scaling(dim=50,  # dimension
@@ -1083,15 +1123,10 @@ def gibbs_gaussian(mean,            # mean of the Gaussian target, shape (d,)
                    n_chains=1):     # chains (vectorised)
     "Systematic-scan Gibbs sampler for N(mean, cov). Returns (draws (chain, draw, d), path (chain, draw*d+1, d))."
     rng = as_rng(rng)
+    n_draws, n_chains = check_count("n_draws", n_draws), check_count("n_chains", n_chains)
     mean = check_finite("mean", np.atleast_1d(mean))
     d = mean.size
-    cov = check_finite("cov", cov)
-    if cov.shape != (d, d):
-        raise ValueError(f"`cov` must have shape ({d}, {d}), got {cov.shape}")
-    try:
-        L = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        raise ValueError("`cov` must be symmetric positive definite") from None
+    L = check_spd("cov", cov, d)                           # lower Cholesky factor
     Lam = np.linalg.solve(L.T, np.linalg.solve(L, np.eye(d)))   # precision matrix from the Cholesky factor
     x = np.tile(mean, (n_chains, 1)) if x0 is None else np.broadcast_to(check_finite("x0", x0), (n_chains, d)).copy()
     draws = np.zeros((n_chains, n_draws, d))
@@ -1134,7 +1169,7 @@ def gibbs_mixture_1d(n_draws=1000,         # draws per chain
                     ):
     "Gibbs sampler on (z, x) for the 1-d mixture: z | x by Bayes' rule, x | z ~ N(mu_z, sd_z^2). Returns (x, z), (chain, draw)."
     rng = as_rng(rng)
-    n_draws = _positive_int("n_draws", n_draws); n_chains = _positive_int("n_chains", n_chains)
+    n_draws = check_count("n_draws", n_draws); n_chains = check_count("n_chains", n_chains)
     means, sds, weights = (np.asarray(a, float) for a in (means, sds, weights))
     logw = np.log(weights / weights.sum())
     x = rng.normal(size=n_chains) if x0 is None else check_finite("x0", np.broadcast_to(x0, (n_chains,))).copy()
@@ -1203,7 +1238,7 @@ def gibbs_normal(y,                # observations, shape (n,), or (n_chains, n) 
     n_chains, n = Y.shape
     sy = Y.sum(axis=1)
     tau = np.full(n_chains, a0 / b0 if tau0 is None else float(tau0))
-    out = np.zeros((n_chains, _positive_int("n_draws", n_draws), 2))
+    out = np.zeros((n_chains, check_count("n_draws", n_draws), 2))
     for t in range(n_draws):
         prec = 1 / s0 ** 2 + n * tau                        # mu | tau, y is Gaussian (conjugate in mu)
         mu = (mu0 / s0 ** 2 + tau * sy) / prec + rng.normal(size=n_chains) / np.sqrt(prec)
@@ -1221,9 +1256,8 @@ def ising_gibbs(y,               # noisy image, shape (h, w), observations of x 
                 x0=None):        # starting image in {-1, +1} (default: sign of y)
     "Checkerboard Gibbs sampler for Ising-prior image denoising; returns the samples after each sweep (n_draws, h, w)."
     rng = as_rng(rng)
-    y = check_finite("y", y)
-    if y.ndim != 2:
-        raise ValueError(f"`y` must be a 2-d image, got shape {y.shape}")
+    y = check_shape("y", check_finite("y", y), (None, None))
+    n_draws = check_count("n_draws", n_draws)
     check_positive("sigma", sigma)
     x = np.where(y >= 0, 1.0, -1.0) if x0 is None else np.asarray(x0, float).copy()
     log_ratio = 2.0 * y / sigma ** 2           # log N(y | +1, s^2) - log N(y | -1, s^2)
@@ -1247,7 +1281,7 @@ def fig_ising(J=1.0,      # coupling
               rng=0,     # seed
              ):
     "Ising-prior denoising with checkerboard Gibbs: a sample after 1 and 5 sweeps and the mean of 15 sweeps (Fig. 12.6)."
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     x = ising_test_image()
     y = x + sigma * rng.normal(size=x.shape)
     s = ising_gibbs(y, J, sigma, 15, rng)
@@ -1320,9 +1354,8 @@ def gibbs_gmm(X,                # data (n, 2)
               trace=True):      # compute log p(D | z, theta) after every sweep (costs a theta draw per sweep)
     "Vanilla or collapsed Gibbs for a 2-d Gaussian mixture with conjugate priors; returns (trace (chain, sweep) of log p(D|z,theta), z history (chain, sweep, n))."
     rng = as_rng(rng)
-    X = check_finite("X", X)
-    if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"`X` must have shape (n, 2), got {X.shape}")
+    X = check_shape("X", check_finite("X", X), (None, 2))
+    K, n_draws, n_chains = check_count("K", K), check_count("n_draws", n_draws), check_count("n_chains", n_chains)
     n, d = X.shape
     if prior is None:
         prior = NIW(X.mean(0), 0.01, d + 2.0, np.cov(X.T) * 0.1)
@@ -1512,7 +1545,7 @@ def fig_annealing(n_iter=100,   # iterations
                  ):
     "Simulated annealing on the peaks function: tempered densities, temperature schedule and visited points (Figs. 12.2-12.4)."
     energy = lambda v: -np.log(np.abs(peaks(v[0], v[1])) + 1e-300)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     path, temps, best = simulated_annealing(energy, np.array([-2.0, -2.0]), n_iter, rng, T0=1.0,
                                             cooling=cooling, scale=scale, bounds=(-3.0, 3.0))
     g = np.linspace(-3, 3, 150)
@@ -1562,7 +1595,7 @@ def hmc_trajectory_plot(step_size=0.15,   # leapfrog step size
                         rng=0):          # random seed
     "HMC on a correlated 2-d Gaussian: successive trajectories, accepted end points and acceptance probabilities."
     t = correlated_gaussian(rho)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     x = np.array([-1.5, -1.0])
     fig, ax = new_figure(width=4.8, height=4.8)
     g = np.linspace(-3, 3, 200)
@@ -1652,7 +1685,7 @@ def iris_logistic(n_pos=50,       # virginica flowers kept
                  ):
     "Virginica vs rest on sepal length and width, centred features: (Target over (b, w1, w2), X raw, y, centre)."
     X, y = load_iris_2d(pair=None, features=(0, 1))
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     pos = rng.choice(np.flatnonzero(y == 1), n_pos, replace=False)
     neg = rng.choice(np.flatnonzero(y == 0), n_neg, replace=False)
     idx = np.concatenate([pos, neg])
@@ -1689,8 +1722,6 @@ UNIGAUSS_PRIORS = {"diffuse": (0.0, 1000.0, 1e-4), "sensible": (1.0, 10.0, 1.0)}
 def unigauss_target(prior="diffuse",        # "diffuse" or "sensible", or a tuple (alpha mean, alpha sd, sigma rate)
                     y=(-1.0, 1.0)):         # observations
     "Posterior of (alpha, log sigma) for y_i ~ N(alpha, sigma^2) with a normal prior on alpha and an exponential on sigma."
-    import autograd.numpy as anp
-    from bayesnotes.targets import Target
     m, s, rate = UNIGAUSS_PRIORS[prior] if isinstance(prior, str) else prior
     y = np.asarray(y, float)
     def logp(th):
@@ -1707,16 +1738,19 @@ def run_unigauss(prior="diffuse",   # prior name
                  n_chains=3,        # chains
                  rng=0):           # random seed
     "HMC (5 leapfrog steps, adapted step size and metric) on the two-point model; cached so figures share the runs."
+    seeded = isinstance(rng, (int, np.integer))       # only a seed names a run: only those are cached
     key = (prior, n_draws, n_chains, rng)
-    if key not in _UNIGAUSS_CACHE:
-        x0 = np.random.default_rng(rng).normal(0, 1, size=(n_chains, 2))
-        _UNIGAUSS_CACHE[key] = sample("hmc", unigauss_target(prior), x0, n_warmup=150, n_draws=n_draws,
-                                      n_chains=n_chains, rng=rng, n_steps=5)
-    return _UNIGAUSS_CACHE[key]
+    if seeded and key in _UNIGAUSS_CACHE:
+        return _UNIGAUSS_CACHE[key]
+    x0 = as_rng(rng).normal(0, 1, size=(n_chains, 2))
+    res = sample("hmc", unigauss_target(prior), x0, n_warmup=150, n_draws=n_draws, n_chains=n_chains,
+                 rng=rng, n_steps=5)
+    if seeded:
+        _UNIGAUSS_CACHE[key] = res
+    return res
 
 def fig_trace_priors(rng=0):  # random seed
     "Trace plots of alpha and sigma under the diffuse and the sensible prior (Figs. 12.17 and 12.18)."
-    from bayesnotes.plotting import new_figure
     fig, axes = new_figure(4, 2, width=9, height=8, squeeze=False, gridspec_kw={"width_ratios": [1, 2.5]})
     for i, prior in enumerate(("diffuse", "sensible")):
         res = run_unigauss(prior, rng=rng)
@@ -1727,7 +1761,6 @@ def fig_trace_priors(rng=0):  # random seed
 
 def fig_rank_priors(rng=0):  # random seed
     "Rank (trank) plots of alpha and sigma under the two priors (Figs. 12.19 and 12.20)."
-    from bayesnotes.plotting import new_figure
     fig, axes = new_figure(2, 2, width=9, height=6, squeeze=False)
     for i, prior in enumerate(("diffuse", "sensible")):
         res = run_unigauss(prior, rng=rng)

@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .utils import as_rng, check_count, check_positive, spawn_rng, track
+from .utils import as_rng, check_count, check_positive, check_spd, spawn_rng, track
 from .core import log_normalize, ess
 from .plotting import new_figure, COLORS
 from .targets import Target
@@ -84,10 +84,7 @@ def _psd_factor(name, S, d):
 
 def _pd_cholesky(name, S, d):
     "Lower Cholesky factor of a symmetric positive definite (d, d) matrix, errors naming `name`."
-    L = _psd_factor(name, S, d)
-    if not np.allclose(L, np.tril(L)) or np.any(np.diag(L) <= 0):
-        raise ValueError(f"{name} must be positive definite")
-    return L
+    return check_spd(name, S, d)
 
 def _gauss_factor(name, S, d):
     "Precomputed pieces of log N(. | 0, S) for a positive definite S: (Cholesky L, inverse of L, log normaliser)."

@@ -37,14 +37,10 @@ __all__ = ['GaussianFamily', 'MeanFieldGaussian', 'FullRankGaussian', 'Estimate'
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
 def _target(logp, dim, name="logp", other="the variational family"):
-    "Return `logp` as a core `Target` of dimension `dim` (plain functions are wrapped, gradients by autograd)."
-    if isinstance(logp, Target):
-        if logp.dim != dim:
-            raise ValueError(f"{name} has dimension {logp.dim}, but {other} has dimension {dim}")
-        return logp
-    if not callable(logp):
-        raise ValueError(f"{name} must be a Target or a callable log density, got {type(logp).__name__}")
-    return Target(logp, dim)
+    "`targets.as_target`, with the dimension mismatch named against the variational family."
+    if isinstance(logp, Target) and logp.dim != dim:
+        raise ValueError(f"{name} has dimension {logp.dim}, but {other} has dimension {dim}")
+    return as_target(logp, dim, name=name)
 
 def _logp_values(t, Z, name="logp"):
     "Log densities of Target `t` at the rows of Z, raising ValueError if any is not finite."
@@ -81,10 +77,7 @@ def _check_params(params, n):
     p = check_finite("params", params)
     return check_shape("params", p, (n,))
 
-def _check_dim(dim):
-    if isinstance(dim, bool) or int(dim) != dim or dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
-    return int(dim)
+def _check_dim(dim): return check_count("dim", dim)
 
 def _check_points(z, d):
     "Points of shape (..., d) for log_prob/score."
@@ -858,10 +851,7 @@ def cavi_gmm(X,                  # data, shape (N, D)
     alpha0, beta0 = float(check_positive("alpha0", alpha0)), float(check_positive("beta0", beta0))
     m0 = X.mean(0) if m0 is None else check_shape("m0", check_finite("m0", m0), (D,))
     W0 = np.diag(1 / np.maximum(X.var(0), 1e-12)) if W0 is None else check_shape("W0", check_finite("W0", W0), (D, D))
-    try:
-        linalg.cholesky(W0)
-    except linalg.LinAlgError:
-        raise ValueError("W0 must be symmetric positive definite") from None
+    check_spd("W0", W0, D)
     nu0 = float(D if nu0 is None else nu0)
     if not nu0 > D - 1:
         raise ValueError(f"nu0 must exceed D - 1 = {D - 1}, got {nu0}")
