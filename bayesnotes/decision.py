@@ -11,13 +11,11 @@ from scipy import integrate, optimize, special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .plotting import COLORS, new_figure
-from .utils import as_rng, check_finite, check_positive
+from .utils import (as_rng, blas_threads, check_count, check_finite, check_positive, check_probability,
+                              track)
 from .core import beta_binomial_update, value_and_grad
 from .datasets import load_digits01
 from .targets import logistic_regression
-from .utils import track
-
-from .utils import blas_threads
 from .vi import laplace, logistic_predictive
 
 # %% auto #0
@@ -44,9 +42,7 @@ def _as_samples(name, x):
     x = np.asarray(x, dtype=float)
     if x.ndim not in (1, 2) or x.shape[0] < 1:
         raise ValueError(f"{name} must have shape (n,) or (n, d) with n >= 1, got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains non-finite values")
-    return x
+    return check_finite(name, x)
 
 def _as_weights(weights, n):
     "Normalised sample weights (uniform when `weights` is None)."
@@ -55,8 +51,9 @@ def _as_weights(weights, n):
     w = np.asarray(weights, dtype=float)
     if w.shape != (n,):
         raise ValueError(f"weights must have shape ({n},), got {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError("weights must be finite, non-negative and not all zero")
+    check_positive("weights", w, strict=False)
+    if w.sum() <= 0:
+        raise ValueError("weights must not be all zero")
     return w / w.sum()
 
 def _as_probs(name, p, n_classes=None):
@@ -66,8 +63,7 @@ def _as_probs(name, p, n_classes=None):
         raise ValueError(f"{name} must have a last axis of probabilities, got shape {p.shape}")
     if n_classes is not None and p.shape[-1] != n_classes:
         raise ValueError(f"{name} must have {n_classes} columns, got {p.shape[-1]}")
-    if not np.all(np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
-        raise ValueError(f"{name} must hold probabilities in [0, 1]")
+    check_probability(name, p, closed=True)
     if not np.allclose(p.sum(-1), 1.0, atol=1e-6):
         raise ValueError(f"every row of {name} must sum to 1")
     return p
@@ -91,8 +87,9 @@ def expected_loss(samples_or_probs,    # posterior samples (n,) / (n, d), or sta
     if not callable(loss) and not isinstance(loss, str):
         # discrete states: rho(a) = sum_s L[a, s] p(s)
         L = np.asarray(loss, dtype=float)
-        if L.ndim != 2 or not np.all(np.isfinite(L)):
+        if L.ndim != 2:
             raise ValueError(f"a cost-matrix loss must be a finite (actions, states) array, got shape {L.shape}")
+        check_finite("loss", L)
         p = _as_probs("samples_or_probs", samples_or_probs, L.shape[1])
         rho = p @ L.T
         return (rho, np.zeros_like(rho)) if return_stderr else rho
@@ -150,9 +147,7 @@ def weighted_quantile(samples,      # samples (n,) or (n, d)
                       weights=None):# optional non-negative weights (n,)
     "Quantile of a (weighted) empirical distribution: the smallest x with F(x) >= level, per coordinate."
     x = _as_samples("samples", samples)
-    lev = np.asarray(level, dtype=float)
-    if not np.all(np.isfinite(lev)) or np.any(lev < 0) or np.any(lev > 1):
-        raise ValueError("level must lie in [0, 1]")
+    lev = check_probability("level", level, closed=True)
     w = _as_weights(weights, x.shape[0])
     xs = x if x.ndim == 2 else x[:, None]
     order = np.argsort(xs, axis=0)
@@ -192,8 +187,7 @@ def bayes_estimator(samples,          # posterior samples (n,) or (n, d)
     if loss == "absolute":
         return weighted_quantile(x, 0.5, w) if x.ndim == 2 else float(weighted_quantile(x, 0.5, w))
     if loss == "pinball":
-        if not 0 < level < 1:
-            raise ValueError("level must lie strictly between 0 and 1")
+        check_probability("level", level)
         return weighted_quantile(x, level, w) if x.ndim == 2 else float(weighted_quantile(x, level, w))
     if loss == "zero_one":
         if x.ndim == 2 and x.shape[1] != 1:
@@ -202,8 +196,7 @@ def bayes_estimator(samples,          # posterior samples (n,) or (n, d)
         if eps is None:
             discrete = np.all(x == np.round(x))
             eps = 0.0 if discrete else float(np.sqrt(np.cov(x, aweights=w)) * len(x) ** (-0.2))
-        if not np.isfinite(eps) or eps < 0:
-            raise ValueError("eps must be a non-negative number")
+        check_positive("eps", eps, strict=False)
         return _window_mode(x, w, eps)
     raise ValueError(f"loss must be 'squared', 'absolute', 'zero_one' or 'pinball', got {loss!r}")
 
@@ -255,8 +248,7 @@ def credible_interval(samples,          # posterior samples (n,)
     x = _as_samples("samples", samples)
     if x.ndim != 1:
         raise ValueError("samples must be one-dimensional")
-    if not 0 < alpha < 1:
-        raise ValueError("alpha must lie strictly between 0 and 1")
+    check_probability("alpha", alpha)
     w = _as_weights(weights, len(x))
     if kind == "central":
         lo, hi = weighted_quantile(x, [alpha / 2, 1 - alpha / 2], w)
@@ -279,8 +271,7 @@ def interval_score(lower,   # lower ends of the intervals
                    alpha):  # nominal miscoverage
     "Interval score (width plus 2/alpha times the miss distance); lower is better."
     l, u, t = (np.asarray(v, dtype=float) for v in (lower, upper, theta))
-    if not 0 < alpha < 1:
-        raise ValueError("alpha must lie strictly between 0 and 1")
+    check_probability("alpha", alpha)
     return (u - l) + 2 / alpha * np.maximum(l - t, 0) + 2 / alpha * np.maximum(t - u, 0)
 
 # %% ../nbs/06_decision.ipynb #847d0ac8
@@ -301,16 +292,15 @@ def classify_with_reject(probs,             # (n, C) class probabilities p(y | x
         raise ValueError(f"probs must have shape (n, C), got {p.shape}")
     C = p.shape[1]
     L = 1.0 - np.eye(C) if cost_matrix is None else np.asarray(cost_matrix, dtype=float)
-    if L.shape != (C, C) or not np.all(np.isfinite(L)):
+    if L.shape != (C, C):
         raise ValueError(f"cost_matrix must be a finite ({C}, {C}) array, got shape {L.shape}")
+    check_finite("cost_matrix", L)
     rho = p @ L.T                                   # rho[n, a] = sum_y cost[a, y] p(y | x_n)
     labels = np.argmin(rho, axis=1)
     best = rho[np.arange(len(p)), labels]
     rejected = np.zeros(len(p), dtype=bool)
     if reject_cost is not None:
-        r = float(reject_cost)
-        if not np.isfinite(r):
-            raise ValueError("reject_cost must be finite")
+        r = float(check_finite("reject_cost", reject_cost))
         rejected = r < best                         # abstain only when it is strictly cheaper
         labels = np.where(rejected, REJECT, labels)
         best = np.where(rejected, r, best)
@@ -321,9 +311,7 @@ def reject_thresholds(c_fn,          # cost of a false negative (predict 0, trut
                       reject_cost):  # cost of abstaining
     "Binary Bayes rule as thresholds on p = p(y=1|x): say 0 if p <= lower, 1 if p >= upper, else reject."
     c_fn, c_fp = float(check_positive("c_fn", c_fn)), float(check_positive("c_fp", c_fp))
-    r = float(reject_cost)
-    if not np.isfinite(r) or r < 0:
-        raise ValueError("reject_cost must be a finite non-negative number")
+    r = float(check_positive("reject_cost", reject_cost, strict=False))
     lower, upper = r / c_fn, 1.0 - r / c_fp
     if lower >= upper:                 # abstaining never pays: a single threshold
         t = c_fp / (c_fp + c_fn)
@@ -411,8 +399,7 @@ def evpi(utility,      # (n, k) utility of each of k actions in n states (or pos
     U = np.asarray(utility, dtype=float)
     if U.ndim != 2 or U.shape[0] < 1 or U.shape[1] < 1:
         raise ValueError(f"utility must have shape (n_states, n_actions), got {U.shape}")
-    if not np.all(np.isfinite(U)):
-        raise ValueError("utility must be finite")
+    check_finite("utility", U)
     w = _as_weights(probs, U.shape[0])
     best = int(np.argmax(w @ U))                 # the Bayes action without information
     # E[max_a u(a, s) - u(a*, s)]: a mean of non-negative terms, exactly 0 when a* is always best
@@ -443,11 +430,8 @@ def james_stein_risk(theta_norm2,   # squared norm(s) |theta|^2 of the true mean
                      d,             # dimension (>= 3)
                      sigma2=1.0):   # noise variance
     "Exact squared-error risk of the James-Stein estimator, via the Poisson mixture of chi-squares."
-    t = np.asarray(theta_norm2, dtype=float)
-    if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise ValueError("theta_norm2 must be finite and non-negative")
-    if int(d) != d or d < 3:
-        raise ValueError(f"d must be an integer >= 3, got {d}")
+    t = check_positive("theta_norm2", theta_norm2, strict=False)
+    check_count("d", d, 3)
     s2 = float(check_positive("sigma2", sigma2))
     lam = t / s2                                     # non-centrality of |x|^2 / sigma2
     kmax = int(np.max(lam) / 2 + 12 * np.sqrt(np.max(lam) / 2 + 1) + 60)
@@ -469,8 +453,7 @@ def frequentist_risk(estimator,   # maps a batch of data sets (n_rep, ...) to es
                      rng=None):   # numpy Generator or seed
     "Frequentist risk R(theta, delta) = E_{x|theta} L(theta, delta(x)) by simulation."
     rng = as_rng(rng)
-    if int(n_rep) != n_rep or n_rep < 2:
-        raise ValueError("n_rep must be an integer >= 2")
+    check_count("n_rep", n_rep, 2)
     theta = np.asarray(theta, dtype=float)
     est = np.asarray(estimator(simulate(theta, int(n_rep), rng)), dtype=float)
     if loss is None:
@@ -531,8 +514,7 @@ class StoppingPValues(NamedTuple):
 def stopping_rule_pvalues(heads=9,   # observed heads
                           tails=3):  # observed tails
     "P-values of the same data under 'n fixed' and 'stop at the r-th tail' designs."
-    if heads < 0 or tails < 1 or heads != int(heads) or tails != int(tails):
-        raise ValueError("heads must be a non-negative integer and tails a positive integer")
+    check_count("heads", heads, 0); check_count("tails", tails, 1)
     p_bin = stats.binom.sf(heads - 1, heads + tails, 0.5)     # P(X >= heads | n, 1/2)
     p_nb = stats.nbinom.sf(heads - 1, tails, 0.5)             # P(heads before the r-th tail >= heads)
     return StoppingPValues(float(p_bin), float(p_nb))
@@ -667,8 +649,7 @@ def _probs_labels(probs, labels):
     "Validate (probs, labels); 1-d probs are P(y = 1) of a binary problem. Returns ((n, C) table, labels)."
     p = np.asarray(probs, dtype=float)
     if p.ndim == 1:
-        if not np.all(np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
-            raise ValueError("probs must hold probabilities in [0, 1]")
+        check_probability("probs", p, closed=True)
         p = np.column_stack([1 - p, p])
     elif p.ndim == 2:
         p = _as_probs("probs", p)
@@ -712,9 +693,7 @@ def joint_predictive(outcomes,       # (..., tau) binary outcomes
     y = np.asarray(outcomes, dtype=float)
     if y.ndim < 1 or np.any((y != 0) & (y != 1)):
         raise ValueError("outcomes must be an array of 0/1 values with a last (time) axis")
-    th = np.asarray(thetas, dtype=float).reshape(-1)
-    if np.any(~np.isfinite(th)) or np.any(th < 0) or np.any(th > 1):
-        raise ValueError("thetas must be probabilities")
+    th = check_probability("thetas", thetas, closed=True).reshape(-1)
     w = _as_weights(weights, len(th))
     # log p(y | theta_k) = sum_t y_t log theta_k + (1 - y_t) log(1 - theta_k), with 0 log 0 = 0
     ll = (special.xlogy(y[..., None, :], th[:, None]) + special.xlog1py(1 - y[..., None, :], -th[:, None])).sum(-1)
@@ -734,8 +713,7 @@ def calibration_curve(probs,       # (n, C) class probabilities, or (n,) P(y=1) 
                       n_bins=10,   # number of equal-width bins on [0, 1]
                       cls=None):   # None: top-label confidence vs accuracy; c: probability of class c vs frequency of y = c
     "Reliability curve: mean confidence and empirical accuracy (top-label, or of one class `cls`) in equal-width bins."
-    if int(n_bins) != n_bins or n_bins < 1:
-        raise ValueError("n_bins must be a positive integer")
+    check_count("n_bins", n_bins)
     p, y = _probs_labels(probs, labels)
     if cls is None:
         conf, hit = p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
@@ -856,8 +834,8 @@ def digits_logits(n_train=400,   # training examples (the rest is split evenly i
     rng = as_rng(rng)
     X, y = load_digits01()
     n = len(y)
-    if not 10 <= n_train <= n - 20:
-        raise ValueError(f"n_train must be between 10 and {n - 20}")
+    if check_count("n_train", n_train, 10) > n - 20:
+        raise ValueError(f"n_train must be between 10 and {n - 20}, got {n_train!r}")
     l2 = float(check_positive("l2", l2))
     perm = rng.permutation(n)
     tr, rest = perm[:n_train], perm[n_train:]
@@ -1014,12 +992,6 @@ def fig_accuracy_vs_confidence(rng=0):  # seed of the digits split
     return fig
 
 # %% ../nbs/06_decision.ipynb #687e2b66
-def _check_alpha(alpha):
-    a = float(alpha)
-    if not 0 < a < 1:
-        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
-    return a
-
 def conformal_quantile(scores,  # (n,) calibration non-conformity scores
                        alpha):  # target miscoverage
     "The ceil((n+1)(1-alpha))-th smallest score (infinity when that rank exceeds n)."
@@ -1028,7 +1000,7 @@ def conformal_quantile(scores,  # (n,) calibration non-conformity scores
         raise ValueError("scores must be a non-empty one-dimensional array")
     if np.any(np.isnan(s)):
         raise ValueError("scores contains NaN")
-    a = _check_alpha(alpha)
+    a = float(check_probability("alpha", alpha))
     n = len(s)
     k = math.ceil((n + 1) * (1 - a) - 1e-12)   # guard against (n+1)(1-a) = 90.00000000001
     if k > n:
@@ -1128,8 +1100,7 @@ def pinball_loss(y,       # observed values
                  pred,    # predicted quantiles
                  level):  # quantile level tau in (0, 1)
     "Pinball (quantile) loss: tau (y - t) if y > t, else (1 - tau)(t - y)."
-    if not 0 < level < 1:
-        raise ValueError("level must lie strictly between 0 and 1")
+    check_probability("level", level)
     r = np.asarray(y, dtype=float) - np.asarray(pred, dtype=float)
     return np.maximum(level * r, (level - 1) * r)
 
@@ -1141,8 +1112,7 @@ def quantile_regression(Phi,    # (n, p) design matrix
     y = check_finite("y", np.asarray(y, dtype=float))
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"Phi must be (n, p) and y (n,), got {X.shape} and {y.shape}")
-    if not 0 < level < 1:
-        raise ValueError("level must lie strictly between 0 and 1")
+    check_probability("level", level)
     n, p = X.shape
     # variables (beta, u+, u-) with y = X beta + u+ - u-; cost tau u+ + (1 - tau) u-
     c = np.concatenate([np.zeros(p), np.full(n, level), np.full(n, 1 - level)])
@@ -1314,9 +1284,9 @@ def _greater_series(a1, b1, a2, b2):
     return float(np.exp(m) * np.exp(logt - m).sum())
 
 def prob_beta_greater(a1,  # first shape of X1 ~ Beta(a1, b1)
-                      b1,  # shapes of X1 ~ Beta(a1, b1)
-                      a2,  # shapes of X2 ~ Beta(a2, b2)
-                      b2,  # independent of X1
+                      b1,  # second shape of X1 ~ Beta(a1, b1)
+                      a2,  # first shape of X2 ~ Beta(a2, b2), independent of X1
+                      b2,  # second shape of X2 ~ Beta(a2, b2)
                      ):
     "P(X1 > X2) for independent beta variables: a finite sum when a shape is an integer, else quadrature."
     for nm, v in (("a1", a1), ("b1", b1), ("a2", a2), ("b2", b2)):
@@ -1351,15 +1321,15 @@ class ABTest(NamedTuple):
     post_b: tuple          # Beta posterior (a, b) of theta_b
 
 def ab_test_expected_loss(k_a,               # successes of arm A
-                          n_a,               # successes and trials of arm A
+                          n_a,               # trials (visitors) of arm A
                           k_b,               # successes of arm B
-                          n_b,               # successes and trials of arm B
+                          n_b,               # trials (visitors) of arm B
                           prior=(1.0, 1.0),  # Beta(a0, b0) prior shared by both arms
                          ):
     "Expected loss of shipping each arm of a Beta-Binomial A/B test (exact, no sampling)."
     for nm, k, n in (("a", k_a, n_a), ("b", k_b, n_b)):
-        if not (np.isfinite(k) and np.isfinite(n)) or k < 0 or n < k or k != round(k) or n != round(n):
-            raise ValueError(f"k_{nm} and n_{nm} must be integers with 0 <= k_{nm} <= n_{nm}")
+        if check_count(f"k_{nm}", k, 0) > check_count(f"n_{nm}", n, 0):
+            raise ValueError(f"k_{nm} must be at most n_{nm}, got k_{nm}={k!r} > n_{nm}={n!r}")
     a0, b0 = (float(v) for v in prior)
     check_positive("prior", [a0, b0])
     aa, ba = beta_binomial_update(a0, b0, k_a, n_a)
@@ -1381,7 +1351,7 @@ class SequentialABTest(NamedTuple):
     final_loss: float      # expected loss of the chosen arm at the end
 
 def sequential_ab_test(rate_a,             # true conversion rate of arm A (simulates visitors)
-                       rate_b,             # true conversion rates used to simulate visitors
+                       rate_b,             # true conversion rate of arm B (simulates visitors)
                        threshold=0.001,    # stop when an arm's expected loss drops below this
                        batch_size=200,     # visitors per arm between looks
                        max_per_arm=20000,  # budget per arm
@@ -1390,12 +1360,9 @@ def sequential_ab_test(rate_a,             # true conversion rate of arm A (simu
                       ):
     "Simulate an A/B test that stops as soon as shipping one arm has expected loss below `threshold`."
     rng = as_rng(rng)
-    for nm, r in (("rate_a", rate_a), ("rate_b", rate_b)):
-        if not 0 <= r <= 1:
-            raise ValueError(f"{nm} must be a probability")
+    check_probability("rate_a", rate_a, closed=True); check_probability("rate_b", rate_b, closed=True)
     threshold = float(check_positive("threshold", threshold))
-    if int(batch_size) != batch_size or batch_size < 1 or max_per_arm < batch_size:
-        raise ValueError("batch_size must be a positive integer no larger than max_per_arm")
+    check_count("max_per_arm", max_per_arm, check_count("batch_size", batch_size))
     n_looks = int(max_per_arm // batch_size)
     ka = np.cumsum(rng.binomial(batch_size, rate_a, n_looks))
     kb = np.cumsum(rng.binomial(batch_size, rate_b, n_looks))

@@ -10,19 +10,20 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .utils import as_rng, check_count, check_positive, check_spd, spawn_rng, track
+from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_shape,
+                              check_spd, spawn_rng, track)
 from .core import log_normalize, ess
 from .plotting import new_figure, COLORS
 from .targets import Target
 from .mcmc import sample
 
 # %% auto #0
-__all__ = ['RESAMPLING', 'FeynmanKac', 'StateSpaceModel', 'KalmanResult', 'LinearGaussianSSM', 'resampling_scheme', 'multinomial',
-           'stratified', 'systematic', 'residual', 'resample', 'fig_resampling', 'SMCResult', 'smc', 'genealogy',
-           'trajectories', 'BootstrapFK', 'GuidedFK', 'bootstrap_model', 'guided_model', 'bootstrap_filter',
-           'nonmarkov_ssm', 'fig_degeneracy', 'fig_weight_degeneracy', 'fig_kalman_check', 'fig_guided_ess',
-           'NonlinearGaussianSSM', 'tracker_ssm', 'fig_tracker', 'TemperingFK', 'TemperedResult', 'tempered_smc',
-           'bimodal_target', 'fig_tempering', 'fig_mcmc_vs_smc', 'IBISFK', 'IBISResult', 'ibis',
+__all__ = ['RESAMPLING', 'FeynmanKac', 'StateSpaceModel', 'KalmanResult', 'GaussianSSM', 'LinearGaussianSSM', 'resampling_scheme',
+           'multinomial', 'stratified', 'systematic', 'residual', 'resample', 'fig_resampling', 'SMCResult', 'SMCStep',
+           'smc', 'genealogy', 'trajectories', 'BootstrapFK', 'GuidedFK', 'bootstrap_model', 'guided_model',
+           'bootstrap_filter', 'nonmarkov_ssm', 'fig_degeneracy', 'fig_weight_degeneracy', 'fig_kalman_check',
+           'fig_guided_ess', 'NonlinearGaussianSSM', 'tracker_ssm', 'fig_tracker', 'TemperingFK', 'TemperedResult',
+           'tempered_smc', 'bimodal_target', 'fig_tempering', 'fig_mcmc_vs_smc', 'IBISFK', 'IBISResult', 'ibis',
            'gaussian_ibis_example', 'fig_ibis', 'pmmh_target', 'pmmh', 'ar1_pmmh_example', 'fig_pmmh', 'loglik_spread',
            'fig_loglik_spread']
 
@@ -67,28 +68,20 @@ class FeynmanKac:
 _LOG2PI = np.log(2 * np.pi)
 
 def _psd_factor(name, S, d):
-    "A factor L with L L^T = S for a symmetric positive semi-definite (d, d) matrix (Cholesky when possible)."
-    S = np.asarray(S, dtype=float)
-    if S.ndim == 0: S = S.reshape(1, 1)
-    if S.shape != (d, d):
-        raise ValueError(f"{name} must have shape ({d}, {d}), got {S.shape}")
-    if not np.all(np.isfinite(S)) or not np.allclose(S, S.T, rtol=1e-10, atol=1e-12):
-        raise ValueError(f"{name} must be a finite symmetric matrix")
+    "A factor L with L L^T = S of a symmetric positive semi-definite (d, d) S: the Cholesky factor (`check_spd`) when S is definite, else V diag(sqrt(w)) from S = V diag(w) V^T."
     try:
-        return linalg.cholesky(S, lower=True)
-    except linalg.LinAlgError:
-        w, V = linalg.eigh(S)
-        if w.min() < -1e-10 * max(1.0, abs(w).max()):
-            raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue {w.min():.3g})") from None
-        return V * np.sqrt(np.clip(w, 0, None))
-
-def _pd_cholesky(name, S, d):
-    "Lower Cholesky factor of a symmetric positive definite (d, d) matrix, errors naming `name`."
-    return check_spd(name, S, d)
+        return check_spd(name, S, d)
+    except ValueError as err:   # only a singular S goes on to the eigendecomposition; shape, finiteness, symmetry errors stand
+        if not str(err).endswith("must be positive definite"):
+            raise
+    w, V = linalg.eigh(np.asarray(S, dtype=float).reshape(d, d))
+    if w.min() < -1e-10 * max(1.0, abs(w).max()):
+        raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue {w.min():.3g})")
+    return V * np.sqrt(np.clip(w, 0, None))
 
 def _gauss_factor(name, S, d):
-    "Precomputed pieces of log N(. | 0, S) for a positive definite S: (Cholesky L, inverse of L, log normaliser)."
-    L = _pd_cholesky(name, S, d)
+    "Precomputed pieces of log N(. | 0, S) for a positive definite S (`check_spd`): (Cholesky L, inverse of L, log normaliser)."
+    L = check_spd(name, S, d)
     return L, np.linalg.inv(L), -np.log(np.diag(L)).sum() - 0.5 * d * _LOG2PI
 
 def _gauss_logpdf(resid, fac):
@@ -165,36 +158,25 @@ class KalmanResult(NamedTuple):
     means: np.ndarray           # (T, dim_x) filtering means E[x_t | y_{0:t}]
     covs: np.ndarray            # (T, dim_x, dim_x) filtering covariances
 
-class LinearGaussianSSM(StateSpaceModel):
-    "Linear-Gaussian SSM: x_0 ~ N(m0, P0), x_t = A x_{t-1} + N(0, Q), y_t = C x_t + N(0, R)."
-    def __init__(self, A,        # transition matrix (dim_x, dim_x); a scalar for a 1-d state
-                 C,              # observation matrix (dim_y, dim_x)
-                 Q,              # transition noise covariance (positive semi-definite)
-                 R,              # observation noise covariance (positive definite)
-                 m0=None,        # mean of x_0 (default 0)
-                 P0=None):       # covariance of x_0 (default Q)
-        A = np.atleast_2d(np.asarray(A, dtype=float))
-        if A.ndim != 2 or A.shape[0] != A.shape[1] or not np.all(np.isfinite(A)):
-            raise ValueError(f"A must be a finite square matrix, got shape {A.shape}")
-        dx = A.shape[0]
-        C = np.atleast_2d(np.asarray(C, dtype=float))
-        if C.ndim != 2 or C.shape[1] != dx or not np.all(np.isfinite(C)):
-            raise ValueError(f"C must be a finite matrix of shape (dim_y, {dx}), got {C.shape}")
-        dy = C.shape[0]
-        m0 = np.zeros(dx) if m0 is None else np.atleast_1d(np.asarray(m0, dtype=float))
-        if m0.shape != (dx,) or not np.all(np.isfinite(m0)):
-            raise ValueError(f"m0 must be finite with shape ({dx},), got {m0.shape}")
-        self.A, self.C, self.m0, self.dim_x, self.dim_y = A, C, m0, dx, dy
-        self.Q = np.asarray(Q, dtype=float).reshape(dx, dx) if np.size(Q) == dx * dx else np.asarray(Q, dtype=float)
-        self.R = np.asarray(R, dtype=float).reshape(dy, dy) if np.size(R) == dy * dy else np.asarray(R, dtype=float)
-        self.P0 = self.Q if P0 is None else (np.asarray(P0, dtype=float).reshape(dx, dx) if np.size(P0) == dx * dx else np.asarray(P0, dtype=float))
-        self._LQ = _psd_factor("Q", self.Q, dx)
-        self._LP0 = _psd_factor("P0", self.P0, dx)
-        self._fR = _gauss_factor("R", self.R, dy)
+class GaussianSSM(StateSpaceModel):
+    "An SSM with additive Gaussian noise, x_0 ~ N(m0, P0), x_t = f(x_{t-1}) + N(0, Q), y_t = h(x_t) + N(0, R): the methods the linear and the nonlinear model share."
+    def _factor_noise(self, Q, R, P0):
+        "Check and factor the noise covariances: Q and P0 positive semi-definite, R positive definite."
+        self._LQ = _psd_factor("Q", Q, self.dim_x)
+        self._LP0 = _psd_factor("P0", P0, self.dim_x)
+        self._fR = _gauss_factor("R", R, self.dim_y)
         self._LR = self._fR[0]
-        self._opt = {}   # cache of the locally optimal proposal (see `guided_model`)
 
-    def __repr__(self): return f"LinearGaussianSSM(dim_x={self.dim_x}, dim_y={self.dim_y})"
+    def f(self,
+          xp,    # particles at time t-1, shape (N, dim_x)
+         ) -> np.ndarray:
+        "Transition mean f(x_{t-1}) of every row, shape (N, dim_x)."
+        raise NotImplementedError
+    def h(self,
+          x,     # particles at time t, shape (N, dim_x)
+         ) -> np.ndarray:
+        "Observation mean h(x_t) of every row, shape (N, dim_y)."
+        raise NotImplementedError
 
     def sample_initial(self,
                        rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
@@ -206,23 +188,63 @@ class LinearGaussianSSM(StateSpaceModel):
                           t,     # time index
                           xp,    # particles at time t-1, shape (N, ...)
                          ):
-        if self.dim_x == 1:  # scalar fast path
-            return xp * self.A[0, 0] + self._LQ[0, 0] * rng.standard_normal(xp.shape)
-        return xp @ self.A.T + rng.standard_normal(xp.shape) @ self._LQ.T
+        return self.f(xp) + rng.standard_normal(xp.shape) @ self._LQ.T
     def log_obs(self,
                 t,     # time index
                 x,     # particles at time t, shape (N, ...)
                 yt,    # observation at time t
                ):
-        if self.dim_x == 1 and self.dim_y == 1:
-            return _gauss_logpdf(yt - x * self.C[0, 0], self._fR)
-        return _gauss_logpdf(yt - x @ self.C.T, self._fR)
+        return _gauss_logpdf(yt - self.h(x), self._fR)
     def sample_obs(self,
                    rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                    t,     # time index
                    x,     # particles at time t, shape (N, ...)
                   ):
-        return x @ self.C.T + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
+        return self.h(x) + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
+
+class LinearGaussianSSM(GaussianSSM):
+    "Linear-Gaussian SSM: x_0 ~ N(m0, P0), x_t = A x_{t-1} + N(0, Q), y_t = C x_t + N(0, R)."
+    def __init__(self, A,        # transition matrix (dim_x, dim_x); a scalar for a 1-d state
+                 C,              # observation matrix (dim_y, dim_x)
+                 Q,              # transition noise covariance (positive semi-definite)
+                 R,              # observation noise covariance (positive definite)
+                 m0=None,        # mean of x_0 (default 0)
+                 P0=None):       # covariance of x_0 (default Q)
+        A = np.atleast_2d(check_finite("A", A))
+        dx = A.shape[0]
+        check_shape("A", A, (dx, dx))
+        C = check_shape("C", np.atleast_2d(check_finite("C", C)), (None, dx))
+        dy = C.shape[0]
+        m0 = np.zeros(dx) if m0 is None else check_shape("m0", np.atleast_1d(check_finite("m0", m0)), (dx,))
+        self.A, self.C, self.m0, self.dim_x, self.dim_y = A, C, m0, dx, dy
+        self.Q = np.asarray(Q, dtype=float).reshape(dx, dx) if np.size(Q) == dx * dx else np.asarray(Q, dtype=float)
+        self.R = np.asarray(R, dtype=float).reshape(dy, dy) if np.size(R) == dy * dy else np.asarray(R, dtype=float)
+        self.P0 = self.Q if P0 is None else (np.asarray(P0, dtype=float).reshape(dx, dx) if np.size(P0) == dx * dx else np.asarray(P0, dtype=float))
+        self._factor_noise(self.Q, self.R, self.P0)
+        self._opt = {}   # cache of the locally optimal proposal (see `guided_model`)
+
+    def __repr__(self): return f"LinearGaussianSSM(dim_x={self.dim_x}, dim_y={self.dim_y})"
+
+    def f(self,
+          xp,    # particles at time t-1, shape (N, dim_x)
+         ) -> np.ndarray:
+        "Transition mean A x_{t-1} of every row."
+        return xp @ self.A.T
+    def h(self,
+          x,     # particles at time t, shape (N, dim_x)
+         ) -> np.ndarray:
+        "Observation mean C x_t of every row."
+        if self.dim_x == 1 and self.dim_y == 1:   # scalar fast path
+            return x * self.C[0, 0]
+        return x @ self.C.T
+    def sample_transition(self,
+                          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                          t,     # time index
+                          xp,    # particles at time t-1, shape (N, ...)
+                         ):
+        if self.dim_x == 1:  # scalar fast path
+            return xp * self.A[0, 0] + self._LQ[0, 0] * rng.standard_normal(xp.shape)
+        return super().sample_transition(rng, t, xp)
 
     def kalman_filter(self,
                       y,     # observations y_0, ..., y_{T-1}
@@ -292,11 +314,9 @@ class LinearGaussianSSM(StateSpaceModel):
 # %% ../nbs/05_smc.ipynb #646091c4
 def _check_weights(W):
     "Normalised weights as a float array, or a ValueError naming W."
-    W = np.asarray(W, dtype=float)
+    W = check_positive("W", W, strict=False)                  # finite and non-negative
     if W.ndim != 1 or W.size == 0:
         raise ValueError(f"W must be a non-empty 1-d array of normalised weights, got shape {W.shape}")
-    if not np.all(np.isfinite(W)) or np.any(W < 0):
-        raise ValueError("W must contain finite, non-negative weights")
     if abs(W.sum() - 1.0) > 1e-6:
         raise ValueError(f"W must sum to one (it sums to {W.sum():.6g}); normalise log weights with `log_normalize`")
     return W
@@ -307,6 +327,10 @@ def _inverse_cdf(u, W):
     cum /= cum[-1]   # the last entry is exactly 1, so rounding never sends an index past N-1
     return np.searchsorted(cum, u, side="right")
 
+# One registry, filled once by a decorator, as `particles` organises its resampling module (nchopin/particles,
+# particles/resampling.py: `@resampling_scheme` registers each scheme in `rs_funcs`, and `resampling(scheme, W, M)`
+# looks the name up). Here the decorator keeps the bare scheme `scheme(W, M, rng)` for the SMC loop (`.core`, no
+# re-checking at every step) and registers a checked public version of the same name.
 RESAMPLING = {}   # name -> resampling function (W, M=None, rng=None) -> ancestor indices (M,)
 
 def _scheme_args(W, M, rng):
@@ -316,10 +340,10 @@ def _scheme_args(W, M, rng):
 def resampling_scheme(core, # the bare scheme (W, M, rng) -> ancestors, on checked input: what the SMC loop calls
                      ):
     """Register `core` once in `RESAMPLING`, as a checked resampling function `(W, M=None, rng=None)` of the same name
-    and docstring; `.core` keeps the bare scheme. (The decorator of `particles.resampling` does the same.)"""
+    and docstring; `.core` keeps the bare scheme."""
     def resampler(W,        # normalised weights, shape (N,)
                   M=None,   # number of ancestors to draw (None: N)
-                  rng=None, # random generator or seed (SPEC 7)
+                  rng=None, # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                  ) -> np.ndarray:
         return core(*_scheme_args(W, M, rng))
     resampler.__name__ = resampler.__qualname__ = core.__name__
@@ -358,19 +382,19 @@ def residual(W, M, rng):
         A = np.sort(np.concatenate([A, multinomial.core(res / res.sum(), R, rng)]))
     return A
 
-def _scheme(name):
-    "The bare scheme registered under `name` (a ValueError names the choices)."
+def _scheme(name, arg="resampling"):
+    "The bare scheme registered under `name` (a ValueError naming `arg` lists the choices)."
     if name not in RESAMPLING:
-        raise ValueError(f"resampling must be one of {sorted(RESAMPLING)}, got {name!r}")
+        raise ValueError(f"{arg} must be one of {sorted(RESAMPLING)}, got {name!r}")
     return RESAMPLING[name].core
 
-def resample(W,                     # normalised weights, shape (N,)
-             method:str="systematic", # one of `RESAMPLING`
-             rng=None,              # numpy Generator or seed
-             M:Optional[int]=None): # number of draws (None: N)
-    "Ancestor indices drawn from weights `W` with the named resampling scheme."
-    _scheme(method)
-    return RESAMPLING[method](W, M, rng)
+def resample(W,                       # normalised weights, shape (N,)
+             scheme:str="systematic", # name of a scheme in `RESAMPLING`
+             rng=None,                # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+             M:Optional[int]=None,    # number of ancestors to draw (None: N)
+            ) -> np.ndarray:
+    "Ancestor indices (M,) drawn from the weights `W` with the resampling scheme registered under `scheme`."
+    return _scheme(scheme, "scheme")(*_scheme_args(W, M, rng))
 
 # %% ../nbs/05_smc.ipynb #4ef1a00e
 def fig_resampling(N:int=8,  # number of particles
@@ -416,6 +440,18 @@ class SMCResult(NamedTuple):
     weight_history: Optional[np.ndarray] # (T, N) normalised weights of every step (store_history=True)
     ancestors: Optional[np.ndarray] # (T, N) parent indices: particle n at t descends from ancestors[t, n] at t-1
 
+class SMCStep(NamedTuple):
+    "What one iteration t of `smc` records (step 4 of Algorithm 1); `smc` stacks the records into an `SMCResult`."
+    t: int                                  # time index
+    log_lik_step: float                     # hat ell_t = log sum_n W_{t-1}^n G_t^n: this step's term of log Z_hat
+    ess: float                              # ESS_t = 1 / sum_n (W_t^n)^2 after reweighting
+    resampled: bool                         # step 1 resampled before the move of step t
+    mean: np.ndarray                        # weighted mean of the particles x_t
+    variance: np.ndarray                    # weighted variance of the particles x_t
+    particles: Optional[np.ndarray] = None  # x_t (store_history=True)
+    weights: Optional[np.ndarray] = None    # W_t (store_history=True)
+    ancestors: Optional[np.ndarray] = None  # A_t (store_history=True): x_t^n descends from x_{t-1}^{A_t^n}
+
 def _weighted_moments(W, x):
     xf = x.reshape(x.shape[0], -1)
     m = W @ xf
@@ -428,63 +464,77 @@ def _check_particles(x, N, where, t):
         raise ValueError(f"{where} must return particles with first axis N={N} at step t={t}, got shape {x.shape}")
     return x
 
-def smc(model,                      # a `FeynmanKac` model (M0, M, logG, done)
-        N:int,                      # number of particles
-        rng=None,                   # numpy Generator or seed
-        resampling:str="systematic", # scheme name: multinomial, stratified, systematic, residual
-        ess_threshold:float=0.5,    # resample when ESS < ess_threshold * N (0: never, i.e. SIS; 1: always)
-        store_history:bool=False,   # keep the particles and ancestors of every step
-        progress:bool=False):       # show a progress bar
-    "Run the generic SMC loop on a Feynman-Kac model."
+def _check_logpdf(v, N, name, t=None):
+    "Log densities or log potentials as a float array of shape (N,), refusing NaN and +inf (`t`: the step, for the message)."
+    v = np.asarray(v, dtype=float)
+    at = "" if t is None else f" at step t={t}"
+    if v.shape != (N,):
+        raise ValueError(f"{name} must return one value per particle, shape ({N},){at}, got {v.shape}")
+    if np.isnan(v).any() or (v == np.inf).any():
+        raise ValueError(f"{name} returned NaN or +inf for {int((np.isnan(v) | (v == np.inf)).sum())} of {N} particles{at}")
+    return v
+
+def _normalise(lw, t):
+    "Step 4: normalised weights W_t and lse = log sum_n w_t^n, or a ValueError when every weight is zero."
+    try:
+        return log_normalize(lw)
+    except ValueError as err:
+        raise ValueError(f"smc step t={t}: every particle has zero weight (all log weights are -inf); "
+                         "the potential G_t vanishes on all particles") from err
+
+def _stack_records(records, x, W, store_history):
+    "The `SMCResult` of a run: the per-step records stacked along t, and the final particles x and weights W."
+    cols = SMCStep(*zip(*records))
+    steps = np.array(cols.log_lik_step)
+    return SMCResult(float(steps.sum()), steps, np.array(cols.ess), np.array(cols.resampled), np.array(cols.mean),
+                     np.array(cols.variance), x, W, list(cols.particles) if store_history else None,
+                     np.array(cols.weights) if store_history else None,
+                     np.array(cols.ancestors) if store_history else None)
+
+def smc(model,                        # a `FeynmanKac` model (M0, M, logG, done)
+        N:int,                        # number of particles
+        rng=None,                     # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+        resampling:str="systematic",  # name of a scheme in `RESAMPLING`: multinomial, stratified, systematic, residual
+        ess_threshold:float=0.5,      # resample when ESS < ess_threshold * N (0: never, i.e. SIS; 1: always)
+        store_history:bool=False,     # keep the particles, weights and ancestors of every step
+        progress:bool=False,          # show a progress bar
+       ) -> SMCResult:
+    "Run the generic SMC loop (Algorithm 1) on a Feynman-Kac model."
     N = check_count("N", N)
     rng = as_rng(rng)
     scheme = _scheme(resampling)
-    if not (np.isscalar(ess_threshold) and 0 <= ess_threshold <= 1):
-        raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold!r}")
+    ess_threshold = float(check_probability("ess_threshold", check_shape("ess_threshold", ess_threshold, ()),
+                                            closed=True))
     for meth in ("M0", "M", "logG", "done"):
         if not callable(getattr(model, meth, None)):
             raise ValueError(f"model must define a method {meth} (see `FeynmanKac`), got {type(model).__name__}")
-    logW = np.full(N, -np.log(N))            # normalised log weights carried into the current step
-    arange = np.arange(N)
-    steps, ess_t, flags, means, variances, hist, whist, anc = [], [], [], [], [], [], [], []
-    xp, A = None, arange
+    records = []                                   # one SMCStep per iteration
+    A = arange = np.arange(N)                      # ancestors: the identity until the first resampling
+    logW = np.full(N, -np.log(N))                  # normalised log weights W_{t-1} carried into step t (W_{-1} = 1/N)
+    xp = None
     for t in track(itertools.count(), progress, total=model.T, desc="smc"):
         if t > 0 and model.done(t):
             break
         resampled = False
-        if t == 0:                                  # step 0: x_0^n ~ M_0
+        if t == 0:                                 # 0. initialise: x_0^n ~ M_0
             x = _check_particles(model.M0(rng, N), N, "M0", t)
         else:
-            if ess_threshold >= 1 or ess_t[-1] < ess_threshold * N:   # step 1: resample if ESS_{t-1} < tau N
+            resampled = ess_threshold >= 1 or records[-1].ess < ess_threshold * N
+            if resampled:                          # 1. resample: A_t ~ W_{t-1}, xp = x_{t-1}^{A_t}, W_{t-1} = 1/N
                 A = scheme(W, N, rng)
-                xp, logW, resampled = x[A], np.full(N, -np.log(N)), True
-            else:                                   # step 1 (no resampling): keep particles and weights W_{t-1}
+                xp, logW = x[A], np.full(N, -np.log(N))
+            else:                                  # 1. (ESS high enough) keep x_{t-1} and the weights W_{t-1}
                 A, xp, logW = arange, x, lw - lse
-            if model.mutate_only_after_resampling and not resampled:
-                x = xp
-            else:                                   # step 2: x_t^n ~ M_t(xp^n, .)
-                x = _check_particles(model.M(rng, t, xp), N, "M", t)
-        lG = np.asarray(model.logG(t, xp, x), dtype=float)   # step 3: log G_t(xp^n, x_t^n)
-        if lG.shape != (N,):
-            raise ValueError(f"logG must return shape ({N},) at step t={t}, got {lG.shape}")
-        if np.isnan(lG).any() or (lG == np.inf).any():
-            raise ValueError(f"logG returned NaN or +inf for {int((np.isnan(lG) | (lG == np.inf)).sum())} "
-                             f"of {N} particles at step t={t}")
-        lw = logW + lG                              # step 3: log w_t^n = log W_{t-1}^n + log G_t^n
-        try:                                        # step 4: W_t^n and lse = hat ell_t = log sum_n w_t^n
-            W, lse = log_normalize(lw)
-        except ValueError as err:
-            raise ValueError(f"smc step t={t}: every particle has zero weight (all log weights are -inf); "
-                             "the potential G_t vanishes on all particles") from err
-        # ESS = (sum w)^2 / sum w^2 = 1 / sum W^2; `ess(lw)` gives the same number but would normalise lw a second time
-        steps.append(lse); ess_t.append(1.0 / np.dot(W, W)); flags.append(resampled)   # step 4: record
-        m, v = _weighted_moments(W, x); means.append(m); variances.append(v)
-        if store_history:
-            hist.append(x); whist.append(W); anc.append(A)
-    steps = np.array(steps)
-    return SMCResult(float(steps.sum()), steps, np.array(ess_t), np.array(flags), np.array(means),
-                     np.array(variances), x, W, hist if store_history else None,
-                     np.array(whist) if store_history else None, np.array(anc) if store_history else None)
+            if resampled or not model.mutate_only_after_resampling:
+                x = _check_particles(model.M(rng, t, xp), N, "M", t)   # 2. move: x_t^n ~ M_t(xp^n, .)
+            else:
+                x = xp                             # 2. (IBIS-like models) no move without resampling
+        lw = logW + _check_logpdf(model.logG(t, xp, x), N, "logG", t)   # 3. reweight: log w = log W_{t-1} + log G_t
+        W, lse = _normalise(lw, t)                 # 4. normalise: W_t and lse = hat ell_t = log sum_n w_t^n
+        # 4. record; ESS = 1 / sum W^2 (`ess(lw)` gives the same number but would normalise lw a second time)
+        records.append(SMCStep(t, lse, 1.0 / np.dot(W, W), resampled, *_weighted_moments(W, x),
+                               *((x, W, A) if store_history else ())))
+    return _stack_records(records, x, W, store_history)
 
 def genealogy(ancestors): # (T, N) parent indices from `smc(..., store_history=True)`
     "Indices of the ancestors of the final particles: row t gives, for each final particle, its ancestor at step t."
@@ -584,8 +634,7 @@ def nonmarkov_ssm(phi:float=0.9, # autoregression of z_t
                   beta:float=0.5, # decay of the influence of past states on y_t
                   r:float=1.):   # observation noise variance
     "The model of eq. 13.6 as a linear-Gaussian SSM on the augmented state (z_t, s_t)."
-    for name, v in (("q", q), ("r", r)):
-        if not (np.isfinite(v) and v > 0): raise ValueError(f"{name} must be positive, got {v!r}")
+    check_positive("q", q); check_positive("r", r)
     J = q * np.ones((2, 2))
     return LinearGaussianSSM(A=[[phi, 0.], [phi, beta]], C=[[0., 1.]], Q=J, R=[[r]], P0=J)
 
@@ -630,14 +679,14 @@ def fig_weight_degeneracy(T:int=100,    # number of time steps
     "ESS over time and spread of log Z estimates for SIS vs adaptive SMC on the non-Markovian model."
     ssm = nonmarkov_ssm()
     _, y = ssm.simulate(T, rng=rng)
-    logZ = ssm.kalman_filter(y).log_evidence
+    log_evidence = ssm.kalman_filter(y).log_evidence
     rng = as_rng(spawn_rng(rng, 1))
     fig, axes = new_figure(1, 2, width=10, height=3.4)
     errs = {}
     for i, (name, thr) in enumerate((("SIS (never resample)", 0.0), ("SMC, resample if ESS < N/2", 0.5))):
         runs = [smc(guided_model(ssm, y), N, rng, ess_threshold=thr) for _ in range(n_rep)]
         axes[0].plot(runs[0].ess / N, color=COLORS[i], label=name)
-        errs[name] = [r.log_evidence - logZ for r in runs]
+        errs[name] = [r.log_evidence - log_evidence for r in runs]
     axes[0].set_yscale("log"); axes[0].set_xlabel("t"); axes[0].set_ylabel("ESS / N"); axes[0].legend()
     axes[1].boxplot(list(errs.values()))
     axes[1].set_xticks([1, 2], ["SIS", "adaptive SMC"])
@@ -647,10 +696,10 @@ def fig_weight_degeneracy(T:int=100,    # number of time steps
     return fig
 
 # %% ../nbs/05_smc.ipynb #644269f6
-def _ar1_example(T=50, seed=1):
+def _ar1_example(T=50, rng=1):
     "The 1-d linear-Gaussian example of the chapter and its simulated data."
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - 0.81))
-    x, y = ssm.simulate(T, rng=seed)
+    x, y = ssm.simulate(T, rng=rng)
     return ssm, x, y
 
 def fig_kalman_check(N:int=1000,      # particles for the filtering plot
@@ -688,12 +737,12 @@ def fig_guided_ess(T:int=50,    # number of time steps
     "ESS per step of the bootstrap and the guided (locally optimal) filter on a linear-Gaussian model."
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=R, P0=1 / (1 - 0.81))
     _, y = ssm.simulate(T, rng=rng)
-    logZ = ssm.kalman_filter(y).log_evidence
+    log_evidence = ssm.kalman_filter(y).log_evidence
     rng = as_rng(spawn_rng(rng, 1))
     fig, ax = new_figure(width=7, height=3.4)
     for i, (name, model) in enumerate((("bootstrap", bootstrap_model(ssm, y)), ("guided", guided_model(ssm, y)))):
         res = smc(model, N, rng, ess_threshold=1.0)
-        spread = np.std([smc(model, N, rng).log_evidence - logZ for _ in range(10)])
+        spread = np.std([smc(model, N, rng).log_evidence - log_evidence for _ in range(10)])
         ax.plot(res.ess / N, color=COLORS[i], label=f"{name}: sd of $\\log\\hat Z$ = {spread:.2f}")
     ax.set_ylim(0, 1.05); ax.set_xlabel("t"); ax.set_ylabel("ESS / N after reweighting")
     ax.set_title(f"linear-Gaussian model, R = {R}, N = {N}")
@@ -701,49 +750,25 @@ def fig_guided_ess(T:int=50,    # number of time steps
     return fig
 
 # %% ../nbs/05_smc.ipynb #5ae8fd1a
-class NonlinearGaussianSSM(StateSpaceModel):
+class NonlinearGaussianSSM(GaussianSSM):
     "x_0 ~ N(m0, P0), x_t = f(x_{t-1}) + N(0, Q), y_t = h(x_t) + N(0, R), with f, h vectorised over rows."
-    def __init__(self, f:Callable,  # transition mean, (N, dim_x) -> (N, dim_x)
-                 h:Callable,        # observation mean, (N, dim_x) -> (N, dim_y)
-                 Q,                 # transition noise covariance (dim_x, dim_x)
-                 R,                 # observation noise covariance (dim_y, dim_y)
-                 m0,                # mean of x_0, shape (dim_x,)
-                 P0=None):          # covariance of x_0 (default Q)
+    def __init__(self,
+                 f:Callable,  # transition mean, (N, dim_x) -> (N, dim_x)
+                 h:Callable,  # observation mean, (N, dim_x) -> (N, dim_y)
+                 Q,           # transition noise covariance (dim_x, dim_x), positive semi-definite
+                 R,           # observation noise covariance (dim_y, dim_y), positive definite
+                 m0,          # mean of x_0, shape (dim_x,)
+                 P0=None,     # covariance of x_0 (default Q)
+                ):
         if not (callable(f) and callable(h)):
             raise ValueError("f and h must be callables mapping (N, dim_x) arrays to (N, .) arrays")
-        self.f, self.h = f, h
-        self.m0 = np.atleast_1d(np.asarray(m0, dtype=float))
-        if self.m0.ndim != 1 or not np.all(np.isfinite(self.m0)):
+        self.f, self.h = f, h     # instance attributes: they replace the methods of `GaussianSSM`
+        self.m0 = np.atleast_1d(check_finite("m0", m0))
+        if self.m0.ndim != 1:
             raise ValueError(f"m0 must be a finite 1-d array, got {m0!r}")
-        self.dim_x = dx = self.m0.size
+        self.dim_x = self.m0.size
         Rm = np.atleast_2d(np.asarray(R, dtype=float)); self.dim_y = Rm.shape[0]
-        self._LQ = _psd_factor("Q", Q, dx)
-        self._LP0 = _psd_factor("P0", Q if P0 is None else P0, dx)
-        self._fR = _gauss_factor("R", Rm, self.dim_y)
-        self._LR = self._fR[0]
-    def sample_initial(self,
-                       rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                       N,     # number of particles
-                      ):
-        return self.m0 + rng.standard_normal((N, self.dim_x)) @ self._LP0.T
-    def sample_transition(self,
-                          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                          t,     # time index
-                          xp,    # particles at time t-1, shape (N, ...)
-                         ):
-        return self.f(xp) + rng.standard_normal(xp.shape) @ self._LQ.T
-    def log_obs(self,
-                t,     # time index
-                x,     # particles at time t, shape (N, ...)
-                yt,    # observation at time t
-               ):
-        return _gauss_logpdf(yt - self.h(x), self._fR)
-    def sample_obs(self,
-                   rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                   t,     # time index
-                   x,     # particles at time t, shape (N, ...)
-                  ):
-        return self.h(x) + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
+        self._factor_noise(Q, Rm, Q if P0 is None else P0)
 
 def tracker_ssm(delta:float=0.3, # step size of the discretised dynamics
                 q:float=0.01,    # transition noise variance
@@ -773,15 +798,6 @@ def fig_tracker(T:int=100,   # number of time steps
     return fig
 
 # %% ../nbs/05_smc.ipynb #d77135b1
-def _check_logpdf(v, N, name):
-    "Log density values as a float array of shape (N,), refusing NaN and +inf."
-    v = np.asarray(v, dtype=float)
-    if v.shape != (N,):
-        raise ValueError(f"{name} must return one value per particle, shape ({N},), got {v.shape}")
-    if np.isnan(v).any() or (v == np.inf).any():
-        raise ValueError(f"{name} returned NaN or +inf for {int((np.isnan(v) | (v == np.inf)).sum())} of {N} particles")
-    return v
-
 def _rw_moves(rng, x, logpi, n_steps, scale=None, name="log target"):
     "`n_steps` random-walk Metropolis moves of every row of x, proposal covariance scale^2 * Cov(x); returns (x, acceptance)."
     N, d = x.shape
@@ -822,8 +838,8 @@ def _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale):
     for name, f in (("log_prior", log_prior), ("log_lik", log_lik), ("prior_sample", prior_sample)):
         if not callable(f): raise ValueError(f"{name} must be callable, got {f!r}")
     check_count("n_mcmc", n_mcmc, 0)
-    if scale is not None and not (np.isscalar(scale) and np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a positive number or None, got {scale!r}")
+    if scale is not None:
+        check_positive("scale", check_shape("scale", scale, ()))
 
 class TemperingFK(FeynmanKac):
     "Adaptive likelihood tempering, gamma_l = prior * lik^l for l from 0 to 1, with random-walk Metropolis moves."
@@ -836,8 +852,7 @@ class TemperingFK(FeynmanKac):
                  scale=None,      # proposal scale relative to the particles' standard deviations
                 ):
         _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
-        if not (np.isscalar(ess_target) and 0 < ess_target < 1):
-            raise ValueError(f"ess_target must be in (0, 1), got {ess_target!r}")
+        check_probability("ess_target", check_shape("ess_target", ess_target, ()))
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.ess_target, self.n_mcmc, self.scale = ess_target, n_mcmc, scale
         self.lambdas, self.acceptance = [0.0], []
@@ -902,7 +917,7 @@ def tempered_smc(log_prior:Callable,   # log prior, vectorised: (N, d) -> (N,)
 # %% ../nbs/05_smc.ipynb #d902b402
 def bimodal_target(c:float=5.):  # strength of the energy c (theta^2 - 1)^2
     "Prior log density, 'likelihood' exp(-c (theta^2-1)^2) and prior sampler of the 1-d bimodal example."
-    if not (np.isfinite(c) and c > 0): raise ValueError(f"c must be positive, got {c!r}")
+    check_positive("c", c)
     def log_prior(th): return -0.5 * th[:, 0] ** 2 - 0.5 * _LOG2PI
     def log_lik(th): return -c * (th[:, 0] ** 2 - 1.0) ** 2
     def prior_sample(rng, N): return rng.standard_normal((N, 1))
@@ -933,14 +948,14 @@ def fig_tempering(N:int=1000,   # number of particles
     return fig
 
 # %% ../nbs/05_smc.ipynb #17249d19
-def _bimodal_mcmc(kernel, n_chains=4, n_warmup=100, n_draws=150, seed=0, c=5.0):
+def _bimodal_mcmc(kernel, n_chains=4, n_warmup=100, n_draws=150, rng=0, c=5.0):
     "Chains of the MCMC chapter's sampler on the bimodal target, all started at theta = 1."
     import autograd.numpy as anp
     def logp(x):
         r2 = anp.sum(x ** 2, axis=-1)
         return -0.5 * r2 - c * (r2 - 1.0) ** 2
     return sample(kernel, Target(logp, 1, batched=True, name="bimodal"), x0=[1.0], n_warmup=n_warmup,
-                  n_draws=n_draws, n_chains=n_chains, rng=seed)
+                  n_draws=n_draws, n_chains=n_chains, rng=rng)
 
 def fig_mcmc_vs_smc(n_chains:int=4,  # chains per MCMC sampler (and SMC runs)
                     n_warmup:int=100, # MCMC warm-up iterations
@@ -1136,8 +1151,7 @@ def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th:
     if X.shape[0] != n_chains:
         raise ValueError(f"x0 must have shape ({x0.shape[-1]},) or ({n_chains}, {x0.shape[-1]}), got {x0.shape}")
     if target_accept is not None:
-        if not (np.isscalar(target_accept) and 0 < target_accept < 1):
-            raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+        check_probability("target_accept", check_shape("target_accept", target_accept, ()))
         if not adapt and step_size is not None:
             raise ValueError("target_accept has no effect with a fixed step_size and adapt=False: "
                              "drop it, or pass step_size=None (heuristic) or adapt=True")
@@ -1214,10 +1228,10 @@ def loglik_spread(N:int=200,               # number of particles
     "Errors log Z_hat - log Z (Kalman) of repeated bootstrap filters on the 1-d example, and the mean number of resampling steps."
     n_rep = check_count("n_rep", n_rep, 2)
     ssm, _, y = _ar1_example()
-    logZ = ssm.kalman_filter(y).log_evidence
+    log_evidence = ssm.kalman_filter(y).log_evidence
     rng = as_rng(rng)
     runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_rep)]
-    return np.array([r.log_evidence - logZ for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
+    return np.array([r.log_evidence - log_evidence for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
 
 def fig_loglik_spread(N:int=200,               # number of particles
                       ess_threshold:float=0.5, # resample when ESS < ess_threshold * N

@@ -596,6 +596,21 @@ BAD = [
     (lambda: platt_scale([0.1, 0.2], [0, 2]), "labels"),
     (lambda: isotonic_calibration([0.1, 1.2], [0, 1]), "probs"),
     (lambda: histogram_binning([0.1, 0.2], [0, 1], n_bins=0), "n_bins"),
+    # the integer, probability and sign checks go through bayesnotes.utils (check_count, check_probability, ...)
+    (lambda: james_stein_risk(1.0, 3.5), "d"),
+    (lambda: james_stein_risk(-1.0, 3), "theta_norm2"),
+    (lambda: frequentist_risk(lambda x: x, lambda t, n, r: r.normal(size=n), 0.0, 1, rng=0), "n_rep"),
+    (lambda: stopping_rule_pvalues(9.5, 3), "heads"),
+    (lambda: calibration_curve([[0.5, 0.5]], [0], n_bins=2.5), "n_bins"),
+    (lambda: sequential_ab_test(0.1, 0.1, batch_size=0, rng=0), "batch_size"),
+    (lambda: sequential_ab_test(0.1, 0.1, batch_size=200, max_per_arm=100, rng=0), "max_per_arm"),
+    (lambda: ab_test_expected_loss(1.5, 3, 1, 10), "k_a"),
+    (lambda: ab_test_expected_loss(1, 3, 1, 10.5), "n_b"),
+    (lambda: pinball_loss([1.0], [1.0], 1.0), "level"),
+    (lambda: interval_score([0.0], [1.0], [0.5], 0.0), "alpha"),
+    (lambda: conformal_quantile([1.0, 2.0], 1.0), "alpha"),
+    (lambda: weighted_quantile([1.0, 2.0], 0.5, weights=[0.0, 0.0]), "weights"),
+    (lambda: credible_interval([1.0, np.inf]), "samples"),
 ]
 
 

@@ -8,10 +8,11 @@ import pytest
 from scipy import stats
 
 from bayesnotes.diagnostics import summary
-from bayesnotes.smc import (RESAMPLING, FeynmanKac, LinearGaussianSSM, ar1_pmmh_example, bimodal_target,
-                            bootstrap_filter, bootstrap_model, genealogy, guided_model, ibis, loglik_spread,
-                            multinomial, nonmarkov_ssm, pmmh, pmmh_target, resample, residual, smc, stratified,
-                            systematic, tempered_smc, tracker_ssm, trajectories)
+from bayesnotes.smc import (RESAMPLING, FeynmanKac, LinearGaussianSSM, NonlinearGaussianSSM, SMCStep,
+                            ar1_pmmh_example, bimodal_target, bootstrap_filter, bootstrap_model, genealogy,
+                            guided_model, ibis, loglik_spread, multinomial, nonmarkov_ssm, pmmh, pmmh_target,
+                            resample, resampling_scheme, residual, smc, stratified, systematic, tempered_smc,
+                            tracker_ssm, trajectories)
 
 
 # ---------------------------------------------------------------- resampling
@@ -86,6 +87,37 @@ def test_resampling_M_and_zero_weights():
 def test_resampling_reproducible():
     for name in RESAMPLING:
         assert np.array_equal(resample(W10, name, 42), resample(W10, name, 42))
+
+
+def test_resampling_registry_is_the_one_source():
+    "Each scheme is registered once under its own name; `.core` is the bare scheme(W, M, rng) the SMC loop calls."
+    assert list(RESAMPLING) == ["multinomial", "stratified", "systematic", "residual"]
+    for name, fn in (("multinomial", multinomial), ("stratified", stratified), ("systematic", systematic),
+                     ("residual", residual)):
+        assert RESAMPLING[name] is fn and fn.__name__ == name and fn.__doc__
+        assert np.array_equal(fn(W10, 7, 3), fn.core(W10, 7, np.random.default_rng(3)))
+        assert np.array_equal(resample(W10, scheme=name, rng=5, M=7), fn(W10, 7, 5))
+
+
+def test_resample_accepts_rng_none_spec7():
+    "SPEC 7: rng=None draws fresh entropy, so `resample(W)` works and returns N valid ancestors."
+    for name in RESAMPLING:
+        A = resample(W10, name)
+        assert A.shape == (10,) and A.min() >= 0 and A.max() < 10
+        assert RESAMPLING[name](W10).shape == (10,)
+
+
+def test_resampling_scheme_registers_a_new_scheme():
+    def first_only(W, M, rng):
+        "Every ancestor is particle 0 (a deliberately biased toy scheme)."
+        return np.zeros(M, dtype=int)
+    try:
+        reg = resampling_scheme(first_only)
+        assert RESAMPLING["first_only"] is reg and np.array_equal(resample(W10, "first_only", 0, 3), [0, 0, 0])
+        res = smc(_BadModel(None, 0.0), 20, 0, resampling="first_only", ess_threshold=1.0)
+        assert res.resampled[1:].all()
+    finally:
+        RESAMPLING.pop("first_only", None)
 
 
 # ---------------------------------------------------------------- Kalman filter: independent reference
@@ -423,6 +455,31 @@ class _BadModel(FeynmanKac):
         return np.full(len(x), self.value) if t == self.fail_at else -0.5 * x ** 2
 
 
+def test_smc_records_stack_into_the_result(seed):
+    "The per-step records: log_evidence is exactly the sum of the increments; record t is row t of the result."
+    ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.5, P0=1 / 0.19)
+    _, y = ssm.simulate(15, rng=seed(12))
+    res = bootstrap_filter(ssm, y, 64, seed(13), store_history=True)
+    assert res.log_evidence == float(res.log_lik_steps.sum())
+    assert res.ess.shape == res.resampled.shape == res.log_lik_steps.shape == (15,) and not res.resampled[0]
+    assert res.means.shape == res.variances.shape == (15, 1) and res.weight_history.shape == res.ancestors.shape
+    assert np.array_equal(res.history[-1], res.particles) and np.array_equal(res.weight_history[-1], res.weights)
+    assert np.array_equal(res.ancestors[0], np.arange(64))
+    assert set(SMCStep._fields) >= {"t", "log_lik_step", "ess", "resampled", "ancestors"}
+
+
+def test_nonlinear_ssm_with_linear_maps_reproduces_the_linear_model(seed):
+    "The nonlinear SSM with f(x) = A x and h(x) = C x shares the Gaussian-noise code: same draws, same estimates."
+    A, C, Q, R = np.array([[0.9, 0.1], [0.0, 0.8]]), np.array([[1.0, 0.5]]), np.eye(2), np.array([[0.3]])
+    lin = LinearGaussianSSM(A=A, C=C, Q=Q, R=R, P0=Q)
+    nonlin = NonlinearGaussianSSM(lambda x: x @ A.T, lambda x: x @ C.T, Q, R, m0=np.zeros(2), P0=Q)
+    x1, y1 = lin.simulate(12, rng=seed(14))
+    x2, y2 = nonlin.simulate(12, rng=seed(14))
+    assert np.array_equal(x1, x2) and np.array_equal(y1, y2)
+    r1, r2 = bootstrap_filter(lin, y1, 50, seed(15)), bootstrap_filter(nonlin, y1, 50, seed(15))
+    assert r1.log_evidence == r2.log_evidence and np.array_equal(r1.means, r2.means)
+
+
 def test_all_weights_zero_names_the_step():
     with pytest.raises(ValueError, match=r"t=3.*zero weight"):
         smc(_BadModel(3, -np.inf), 50, 0)
@@ -442,6 +499,8 @@ def test_bad_inputs_raise_value_error(ar1):
         smc(model, 10, 1.5)
     with pytest.raises(ValueError, match="resampling"):
         smc(model, 10, 1, resampling="bogus")
+    with pytest.raises(ValueError, match="scheme"):
+        resample(W10, "bogus", 0)
     with pytest.raises(ValueError, match="ess_threshold"):
         smc(model, 10, 1, ess_threshold=1.5)
     with pytest.raises(ValueError, match="model"):

@@ -22,7 +22,7 @@ a = p.parse_args()
 
 ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - 0.81))
 _, y = ssm.simulate(a.T, rng=2024)
-logZ = ssm.kalman_filter(y).log_evidence
+log_evidence = ssm.kalman_filter(y).log_evidence
 data = os.path.join(tempfile.mkdtemp(), "y.npy"); np.save(data, y[:, 0])
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -40,7 +40,7 @@ for r in range(a.rounds):
         theirs += d["times"]; ll_theirs += d["logliks"]; rs_theirs += d["n_resampling"]
 
 ns = lambda ts: np.array(ts) / (a.N * a.T) * 1e9
-print(f"T={a.T}, N={a.N}, systematic resampling when ESS < N/2; log Z (Kalman) = {logZ:.3f}")
+print(f"T={a.T}, N={a.N}, systematic resampling when ESS < N/2; log Z (Kalman) = {log_evidence:.3f}")
 print(f"bayesnotes.smc: median {np.median(ns(ours)):.0f} ns/particle/step (min {ns(ours).min():.0f}), "
       f"{len(ours)} runs, mean log Zhat {np.mean(ll_ours):.3f}, resampling steps {np.mean(rs_ours):.1f}")
 if theirs:
