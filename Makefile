@@ -21,7 +21,7 @@ MIN_PY      := $(shell sed -n "s/^min_python *= *//p" settings.ini)
 OLDEST_PYTHON ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/$(MIN_PY).*/bin/python$(MIN_PY)) python$(MIN_PY); do \
                     $$p -c "" 2>/dev/null && { echo $$p; break; }; done)
 # tests/ files that need the documentation stack (nbdev, smalldocs), not only the library
-DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py
+DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py --ignore=tests/test_compat.py
 
 .PHONY: help venv test test-slow seed-sweep nb-margins test-latest test-oldest lock site serve figures export clean readme \
         test-browser site-weight tag-cells chromium

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 
+import compat  # nbdev's markup (show_doc, `#| exports` folding) is read through tools/compat.py
+
 _WARNING_LINE = re.compile(r"^\S.*?:\d+: \w*Warning: ")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _NUMBERED = re.compile(r"^(#{2,6})[ \t]+(?:\d+(?:\.\d+)*\.?|[A-Z]\.)[ \t]+(?=\S)")
-_SHOWDOC_HEAD = re.compile(r"^(#{2,6})[ \t]+([^\n{]+?)[ \t]*$", re.M)
 
 
 def _src(cell) -> str:
@@ -45,8 +46,8 @@ def fold_exported_source(nb):
     for c in nb.cells:
         if c.get("cell_type") == "code":
             s = _src(c)
-            if "#| code-fold: show" in s and 'code-summary: "Exported source"' in s:
-                c["source"] = s.replace("#| code-fold: show", "#| code-fold: true", 1)
+            if compat.EXPORTS_FOLD_OPEN in s and compat.EXPORTS_SUMMARY in s:
+                c["source"] = s.replace(compat.EXPORTS_FOLD_OPEN, "#| code-fold: true", 1)
 
 
 def strip_warnings(text: str) -> str:
@@ -175,19 +176,16 @@ def api_reference(nb, title: str = "API reference") -> list:
             continue
         md = o["data"]["text/markdown"]
         md = "".join(md) if isinstance(md, list) else md
-        m = _SHOWDOC_HEAD.search(md)
+        m = compat.showdoc_heading(md, "show_doc output")
         if not m:
             continue
         name = m.group(2).strip()
         ident = take(name)
-        summary = re.search(r"^\*(?!\*)(.+?)\*\s*$", md[m.end():], re.M)
-        entries.append((name, ident, summary.group(1).strip() if summary else ""))
+        entries.append((name, ident, compat.showdoc_summary(md[m.end():])))
         o["data"]["text/markdown"] = md[:m.start()] + f"{m.group(1)} {name} {{.unnumbered .unlisted}}" + md[m.end():]
     if entries:
-        from execnb.nbio import mk_cell
-
         rows = "\n".join(f"- [`{n}`](#{i})" + (f": {s}" if s else "") for n, i, s in entries)
-        nb.cells.append(mk_cell(f"## {title} {{.unnumbered}}\n\n{rows}\n", "markdown"))
+        nb.cells.append(compat.mk_cell(f"## {title} {{.unnumbered}}\n\n{rows}\n", "markdown"))
     return entries
 
 

@@ -39,6 +39,10 @@ Both engines get the same changes to what nbdev does (see `prepare_for_docs`, `d
   show_doc source link points at the notebook's own module when two modules export the same name.
 The cell options that the notebooks themselves carry for the site (hidden test cells, figure labels and captions)
 are written by tools/tag_cells.py.
+
+Every name of nbdev, execnb, fastcore and smalldocs that this build uses, and every pattern it reads or patches their
+output with, is reached through tools/compat.py (one test each in tests/test_compat.py): an upgrade that changes one
+of them fails there, naming the library and its version, or stops the build with `compat.MarkupChanged`.
 """
 from __future__ import annotations
 
@@ -60,6 +64,8 @@ from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).absolute().parent
 sys.path.insert(0, str(HERE))
+
+import compat  # noqa: E402  (every nbdev/execnb/fastcore/smalldocs internal goes through tools/compat.py)
 
 EXEC_VERSION = "4"  # bump to invalidate every cached execution (3: scrubber frames, 4: 2x figures)
 # the tools that run inside the executing kernel: a change to them also invalidates the cached executions
@@ -94,21 +100,17 @@ class Project:
     "The nbdev project: paths from settings.ini."
 
     def __init__(self, root: Path):
-        from nbdev.config import get_config
-
         self.root = root.resolve()
         # nbdev 2.4's get_config(path=...) still finds the settings.ini above the working directory first
         with project_cwd(self.root):
-            self.cfg = get_config()
+            self.cfg = compat.get_config()
             self.nbs = Path(self.cfg.nbs_path).resolve()
             self.lib = Path(self.cfg.lib_path).resolve()
         self.doc_path = Path(self.cfg.doc_path)
 
     def notebooks(self) -> list[PurePosixPath]:
         "Every notebook nbdev would document, relative to nbs/, sorted (files and folders starting `_` or `.` skipped)."
-        from nbdev.doclinks import nbglob
-
-        return sorted(PurePosixPath(Path(p).relative_to(self.nbs).as_posix()) for p in nbglob(self.nbs))
+        return sorted(PurePosixPath(Path(p).relative_to(self.nbs).as_posix()) for p in compat.nbglob(self.nbs))
 
     def package_hash(self) -> str:
         h = hashlib.sha256()
@@ -149,9 +151,7 @@ def _merge(a: dict, b: dict) -> dict:
 
 def page_name(nb: PurePosixPath) -> PurePosixPath:
     "nbdev's page for a notebook: the numeric prefix dropped, lower case, .html (00_core.ipynb -> core.html)."
-    from nbdev.doclinks import _nbpath2html
-
-    return PurePosixPath(_nbpath2html(Path(nb)).as_posix())
+    return PurePosixPath(compat.page_name(Path(nb)).as_posix())
 
 
 def sidebar_order(cfg: dict) -> list[str]:
@@ -184,11 +184,7 @@ class project_cwd:
         self.path = Path(path)
 
     def _clear(self):
-        from nbdev.config import get_config
-        from nbdev.doclinks import _build_lookup_table
-
-        get_config.cache_clear()
-        _build_lookup_table.cache_clear()
+        compat.clear_nbdev_caches()
 
     def __enter__(self):
         self.old = os.getcwd()
@@ -202,26 +198,22 @@ class project_cwd:
 
 # ------------------------------------------------------------------------------------------ export
 def export_package(proj: Project):
-    from nbdev.doclinks import nbdev_export
-
     t = time.time()
     os.environ.pop("IN_TEST", None)  # nbdev skips _modidx.py when IN_TEST is set
-    nbdev_export.__wrapped__()
+    compat.export_package()
     say(f"exported {proj.cfg.lib_name} with nbdev_export ({time.time() - t:.1f} s)")
 
 
 # ------------------------------------------------------------------------------------------ execution
 def _directives(src: str) -> dict:
     "The leading `#|` directives of a code cell, as nbdev reads them (`eval: false` -> {'eval:': ['false']})."
-    from nbdev.process import _directive
-
     out = {}
     for line in src.splitlines():
         if not line.strip():
             continue
         if not re.match(r"\s*#\s*\|", line):
             break
-        d = _directive(line)
+        d = compat.directive(line)
         if d:
             out[d[0]] = d[1]
     return out
@@ -299,7 +291,14 @@ def _matches(nb: PurePosixPath, patterns: list[str] | None) -> bool:
 
 def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: Result, *, execute: bool,
                     patterns: list[str] | None, timeout: int, force: bool, budget: float = 30.0) -> dict:
-    "Put every notebook, executed or as it is, into build/exec; return {nb: staged path}."
+    """Put every notebook, executed or as it is, into build/exec; return {nb: staged path}.
+
+    The execution cache is this function's few lines (a key file beside each executed notebook), not jupyter-cache
+    (checked for issue 15: jupyter-cache 1.0.1; nbdev and execnb have no execution cache; Quarto's `freeze` is
+    Quarto's). jupyter-cache keys a notebook on its code cells and kernelspec only, while an execution here also
+    depends on the package's source (which other chapters' notebooks export), on the tools that run in the kernel
+    (KERNEL_TOOLS), on the Python version and EXEC_VERSION; and it would store, not run, this build's execution
+    (skipped `#| eval: false` cells, scrubber frames, 2x figures), adding SQLAlchemy and a database for a key file."""
     staged, cache = {}, build / "exec"
     pkg = proj.package_hash()
     # the kernel imports the package from the repo even when it is not pip-installed
@@ -348,24 +347,7 @@ def stage_notebooks(proj: Project, nbs: list[PurePosixPath], build: Path, res: R
 def ensure_nbdev_lookup(proj: Project):
     """Make nbdev's symbol lookup (doc links, show_doc's source links) know this package even when it is
     not installed with its `nbdev` entry point, by adding the entry point setup.py would declare."""
-    import importlib.metadata as md
-
-    import nbdev.doclinks as dl
-
-    name = proj.cfg.lib_name
-    orig = dl.entry_points
-    if getattr(orig, "_bayesnotes_patched", False):
-        return
-
-    def entry_points(**kw):
-        eps = orig(**kw)
-        if kw.get("group") == "nbdev" and not any(e.name == name for e in eps):
-            return [*eps, md.EntryPoint(name=name, value=f"{name}._modidx:d", group="nbdev")]
-        return eps
-
-    entry_points._bayesnotes_patched = True
-    dl.entry_points = entry_points
-    dl._build_lookup_table.cache_clear()
+    compat.register_nbdev_lookup(proj.cfg.lib_name)
 
 
 def _src(cell) -> str:
@@ -413,10 +395,8 @@ def split_title_cell(nb):
             j = k
         head, rest = "\n".join(lines[:j]).rstrip(), "\n".join(lines[j:]).strip("\n")
         if rest.strip():
-            from execnb.nbio import mk_cell
-
             cell.source = head
-            nb.cells.insert(i + 1, mk_cell(rest, "markdown"))
+            nb.cells.insert(i + 1, compat.mk_cell(rest, "markdown"))
         return
 
 
@@ -440,8 +420,6 @@ def notebook_links(proj: "Project", nb: PurePosixPath) -> dict:
 
 def launch_cell(links: dict, name: str):
     "A markdown cell with the chapter's Open in Colab / Launch Binder / Download .ipynb links."
-    from execnb.nbio import mk_cell
-
     items = []
     if links.get("colab"):
         items.append(f'<a class="bn-launch-link" href="{htmllib.escape(links["colab"])}" rel="noopener"><i class="bi bi-google"></i> Open in Colab</a>')
@@ -449,7 +427,7 @@ def launch_cell(links: dict, name: str):
         items.append(f'<a class="bn-launch-link" href="{htmllib.escape(links["binder"])}" rel="noopener"><i class="bi bi-rocket-takeoff"></i> Launch Binder</a>')
     items.append(f'<a class="bn-launch-link" href="{htmllib.escape(links["download"])}" download="{htmllib.escape(name)}">'
                  f'<i class="bi bi-download"></i> Download .ipynb</a>')
-    return mk_cell('```{=html}\n<div class="bn-launch">\n' + "\n".join(items) + "\n</div>\n```", "markdown")
+    return compat.mk_cell('```{=html}\n<div class="bn-launch">\n' + "\n".join(items) + "\n</div>\n```", "markdown")
 
 
 def widgets_to_scrubbers(nb, nb_rel: PurePosixPath, links: dict | None = None) -> int:
@@ -577,16 +555,14 @@ def doc_filters(nb_name, warn, settings: dict | None = None):
     and `show_doc` cells run as in nbdev. The outputs and widget state the notebook was executed with are kept."""
     import ast
 
-    from nbdev.config import get_config
-    from nbdev.processors import FilterDefaults, _default_exp, _do_eval, exec_show_docs
-    from fastcore.basics import str2bool
+    FilterDefaults, exec_show_docs = compat.doc_processor_classes()
 
-    class exec_show_docs_imports(exec_show_docs):
+    class exec_show_docs_imports(compat.show_docs_processor_base()):
         def begin(self):
             super().begin()
-            if hasattr(self, "k"):
-                self.k.run(SAFE_SIGNATURE)
-            exp, cfg = _default_exp(self.nb), get_config()
+            if self.has_shell:
+                self.shell_run(SAFE_SIGNATURE)
+            exp, cfg = compat.default_exp(self.nb), compat.get_config()
             self.py = f"{Path(cfg.lib_path).name}/{exp.replace('.', '/')}.py" if exp else None
             self.src_url = f"{cfg.git_url}/blob/{cfg.branch}/"
 
@@ -594,9 +570,7 @@ def doc_filters(nb_name, warn, settings: dict | None = None):
             """nbdev finds the source link of a name defined in the notebook by its bare name among all modules, so
             when two modules export the same name it links the other module's file. The notebook's own module
             (`default_exp`) wins when it defines the name."""
-            from nbdev.doclinks import _lineno
-
-            line = _lineno(name, self.py) if self.py else None
+            line = compat.exported_lineno(name, self.py) if self.py else None
             if not line:
                 return
             url = f"{self.src_url}{self.py}#L{line}"
@@ -605,43 +579,40 @@ def doc_filters(nb_name, warn, settings: dict | None = None):
                 if md is None:
                     continue
                 text = "".join(md) if isinstance(md, list) else md
-                out["data"]["text/markdown"] = re.sub(r"\[source\]\([^)\s]+\)", f"[source]({url})", text, count=1)
+                out["data"]["text/markdown"] = compat.set_showdoc_source_link(text, url, f"{nb_name}: show_doc({name})")
 
         def __call__(self, cell):
-            if not self.nb.has_docs_ or not hasattr(self, "k"):
+            if not self.notebook_has_docs or not self.has_shell:
                 return
-            fm = getattr(self.nb, "frontmatter_", {})
-            if str2bool(fm.get("skip_showdoc", False)) or not _do_eval(cell):
+            fm = self.frontmatter
+            if compat.str2bool(fm.get("skip_showdoc", False)) or not compat.do_eval(cell):
                 return
-            full = set(cell.directives_) & {"export", "exports", "exporti", "exec_doc"} or getattr(cell, "has_sd", False) \
+            full = set(self.cell_directives(cell)) & {"export", "exports", "exporti", "exec_doc"} or self.cell_has_show_doc(cell) \
                 or re.search(r"^show_doc", cell.source, re.M)
             if full:
                 names = re.findall(r"^show_doc\(([\w.]+)", cell.source, re.M)
                 for name in names:
-                    self.k.run(f"_bn_safe_signature({name})")
-                self.k.cell(cell)
-                if len(names) == 1 and not self.k.exc:
+                    self.shell_run(f"_bn_safe_signature({name})")
+                self.shell_cell(cell)
+                if len(names) == 1 and not self.shell_error:
                     self.fix_source_link(cell, names[0])
             else:
                 imports = [n for n in ast.parse(cell.source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
-                self.k.run("\n".join(ast.unparse(n) for n in imports))
-            if self.k.exc:
-                e = self.k.exc
-                if getattr(cell, "has_sd", False) or re.search(r"^show_doc", cell.source, re.M):
+                self.shell_run("\n".join(ast.unparse(n) for n in imports))
+            if self.shell_error:
+                e = self.shell_error
+                if self.cell_has_show_doc(cell) or re.search(r"^show_doc", cell.source, re.M):
                     # one symbol whose signature nbdev cannot render should not stop the whole site
                     cell.outputs = []
-                    self.k.exc = None
+                    self.clear_shell_error()
                     name = re.search(r"show_doc\((.*?)\)", cell.source)
                     warn(f"{nb_name}: show_doc({name.group(1) if name else '?'}) failed, so it has no API doc: "
                          f"{type(e).__name__}: {e}" + (" (fastcore's docments cannot compare an array default: use a tuple or None)"
                                                        if "truth value of an array" in str(e) else ""))
                     return
-                raise Exception(f"Error in notebook {nb_name} in cell {cell.idx_}:\n{cell.source}") from e
+                raise Exception(f"Error in notebook {nb_name} in cell {self.cell_index(cell)}:\n{cell.source}") from e
 
-    class Filters(FilterDefaults):
-        def base_procs(self):
-            return [exec_show_docs_imports if p is exec_show_docs else p for p in super().base_procs()]
-
+    class Filters(compat.doc_filters_class({exec_show_docs: exec_show_docs_imports})):
         def __call__(self, nb):
             from book_pages import book_pages, drop_removed_cells
 
@@ -659,7 +630,7 @@ def doc_filters(nb_name, warn, settings: dict | None = None):
             # state (widgets are scrubbers, tools/scrubbers.py)
             nb.metadata.pop("widgets", None)
             book_pages(nb, **(settings or {}))
-            if Path(str(getattr(nb, "path_", ""))).name == get_config().get("readme_nb", "index.ipynb"):
+            if Path(compat.nb_path(nb)).name == compat.get_config().get("readme_nb", "index.ipynb"):
                 from book_pages import set_front_matter
 
                 set_front_matter(nb, **{"number-sections": False})  # the landing page is no chapter
@@ -679,10 +650,9 @@ def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, 
     With `conv` (tools/mathml.py), maths in the title and description become Unicode text (they are also the
     page's <title>, its sidebar entry and its previous/next link)."""
     import yaml
-    from execnb.nbio import mk_cell, read_nb
 
-    nb = read_nb(nb_path)
-    nb.path_ = str(nb_path.with_name(nb_rel.name))  # FrontmatterProc names the page from it
+    nb = compat.read_nb(nb_path)
+    compat.set_nb_path(nb, nb_path.with_name(nb_rel.name))  # FrontmatterProc names the page from it
     prepare_for_docs(nb, show_exports, nb_rel, links)
     doc_filters(nb_rel, res.warn, page_settings(linker.cfg))(nb)
     from book_pages import crossrefs
@@ -727,17 +697,14 @@ def process_notebook(nb_path: Path, nb_rel: PurePosixPath, page: PurePosixPath, 
     for key in dict.fromkeys(unknown):
         res.warn(f"{nb_rel}: unknown citation key @{key} (not in references.bib)")
     if cited:
-        nb.cells.append(mk_cell("## References {.unnumbered}\n\n```{=html}\n" + bib.references_html(cited) + "\n```\n", "markdown"))
+        nb.cells.append(compat.mk_cell("## References {.unnumbered}\n\n```{=html}\n" + bib.references_html(cited) + "\n```\n", "markdown"))
     return nb
 
 
 # ------------------------------------------------------------------------------------------ maths (MathML)
 def site_math(site: Path) -> list[tuple[str, bool]]:
     "Every formula smalldocs will render on the pages of `site` (its processed notebooks), as (tex, display)."
-    from smalldocs.markdown import make_parser
-    from smalldocs.notebook import to_markdown
-
-    md, found = make_parser(), []
+    md, found = compat.markdown_parser(), []
 
     def walk(tokens):
         for t in tokens:
@@ -747,7 +714,7 @@ def site_math(site: Path) -> list[tuple[str, bool]]:
                 walk(t.children)
 
     for f in sorted(site.rglob("*.ipynb")):
-        front, body = to_markdown(f.read_text(encoding="utf-8"))
+        front, body = compat.notebook_markdown(f.read_text(encoding="utf-8"))
         walk(md.parse(body, {}))
         for k in ("title", "subtitle", "description"):
             if isinstance(front.get(k), str):
@@ -755,77 +722,7 @@ def site_math(site: Path) -> list[tuple[str, bool]]:
     return found
 
 
-class smalldocs_mathml:
-    """Make smalldocs write MathML (from `conv`, pandoc) where it writes `\\(...\\)` for KaTeX, and Unicode text
-    where it takes a formula's TeX as text (tables of contents, search entries, link texts).
-
-    smalldocs has no server-side maths: its render rules put TeX between KaTeX delimiters and load KaTeX from a CDN
-    (when a page has maths). Inside this context its three maths render rules write MathML and do not mark the page
-    as having maths, so no KaTeX is loaded. Headings keep the identifiers Pandoc (and so Quarto) gives them, which are
-    made from the TeX (`## Potential scale reduction $\\widehat{R}$` -> `#potential-scale-reduction-widehatr`)."""
-
-    def __init__(self, conv):
-        self.conv = conv
-
-    def __enter__(self):
-        import smalldocs.markdown as sm
-
-        self.sm, conv = sm, self.conv
-        for name in ("math_inline", "math_display", "math_block", "plain"):
-            if not callable(getattr(sm, name, None)):
-                raise SystemExit(f"smalldocs {getattr(sm, '__version__', '')}: no smalldocs.markdown.{name}; "
-                                 "tools/build_site.py's MathML rendering needs updating for this smalldocs")
-        if not callable(getattr(getattr(sm, "Rules", None), "ids", None)):
-            raise SystemExit("smalldocs: no Rules.ids; tools/build_site.py's MathML rendering needs updating")
-        self.saved = {n: getattr(sm, n) for n in ("math_inline", "math_display", "math_block", "plain")}
-        self.saved_ids = sm.Rules.ids
-        orig_plain, orig_ids = self.saved["plain"], self.saved_ids
-
-        def math_inline(self_, tokens, idx, options, env):
-            return f'<span class="math inline">{conv.mathml(tokens[idx].content.strip(), False)}</span>'
-
-        def math_display(self_, tokens, idx, options, env):
-            return f'<span class="math display">{conv.mathml(tokens[idx].content.strip(), True)}</span>'
-
-        def math_block(self_, tokens, idx, options, env):
-            return f'<p><span class="math display">{conv.mathml(tokens[idx].content.strip(), True)}</span></p>\n'
-
-        def plain(tokens):
-            out = []
-            for t in tokens or []:
-                if t.type == "math_inline":
-                    out.append(conv.text(t.content.strip()))
-                elif t.type in ("text", "code_inline"):
-                    out.append(t.content)
-                elif t.type in ("softbreak", "hardbreak"):
-                    out.append(" ")
-                elif t.type == "image":
-                    out.append(plain(t.children))
-            return "".join(out)
-
-        def ids(self_, state):
-            # identifiers from the TeX, as Pandoc makes them; the text shown for the heading from the Unicode form
-            sm.plain = orig_plain
-            try:
-                orig_ids(self_, state)
-            finally:
-                sm.plain = plain
-            by_id = {h["id"]: h for h in state.env.get("headings", [])}
-            for i, t in enumerate(state.tokens):
-                if t.type == "heading_open" and t.meta and "attrs" in t.meta:
-                    text = plain(state.tokens[i + 1].children)
-                    t.meta["text"] = text
-                    if t.meta["attrs"].id in by_id:
-                        by_id[t.meta["attrs"].id]["text"] = text
-
-        sm.math_inline, sm.math_display, sm.math_block, sm.plain = math_inline, math_display, math_block, plain
-        sm.Rules.ids = ids
-        return self
-
-    def __exit__(self, *exc):
-        for n, f in self.saved.items():
-            setattr(self.sm, n, f)
-        self.sm.Rules.ids = self.saved_ids
+smalldocs_mathml = compat.smalldocs_mathml  # smalldocs writes MathML from pandoc inside this context
 
 
 # ------------------------------------------------------------------------------------------ fallback site
@@ -891,9 +788,9 @@ def post_process(out: Path, res: Result, conv=None):
     for f in sorted(out.rglob("*.html")):
         text = f.read_text(encoding="utf-8")
         rel = f.relative_to(out)
-        fixed = number_toc(fix_symbol_links(text, rel.as_posix(), ids))
+        fixed = number_toc(fix_symbol_links(text, rel.as_posix(), ids), rel.as_posix())
         fixed = extract_images(fixed, f, out)[0]
-        fixed = re.sub(r"<img\b(?![^>]*\balt=)", '<img alt="Figure (output of the code above)"', fixed)
+        fixed = compat.add_missing_alt(fixed, "Figure (output of the code above)")
         if conv is not None:
             from mathml import convert_html_math, html_math_spans
 
@@ -901,8 +798,7 @@ def post_process(out: Path, res: Result, conv=None):
             fixed = convert_html_math(fixed, conv)
         # an icon-only navbar entry (`icon: github` + `href:`, no text): Quarto shows the icon alone,
         # smalldocs repeats the URL as its text
-        fixed = re.sub(r'<a class="nav-link" href="([^"]+)">(<i class="bi [^"]+" role="img"></i>) <span class="menu-text">\1</span></a>',
-                       r'<a class="nav-link" href="\1" aria-label="\1">\2</a>', fixed)
+        fixed = compat.icon_only_nav_links(fixed, rel.as_posix())
         if fixed != text:
             f.write_text(fixed, encoding="utf-8")
             text = fixed
@@ -949,9 +845,9 @@ def rank_search(out: Path):
     api = set()
     for page in out.rglob("*.html"):
         rel = page.relative_to(out).as_posix()
-        for ident in re.findall(r'<(?:section|h[1-6]) id="([^"]+)" class="[^"]*\bunlisted\b', page.read_text(encoding="utf-8")):
+        for ident in compat.unlisted_ids(page.read_text(encoding="utf-8"), rel):
             api.add(f"{rel}#{ident}")
-    entries = json.loads(f.read_text(encoding="utf-8"))
+    entries = compat.check_search_entries(json.loads(f.read_text(encoding="utf-8")), str(f))
     prose, names = [], []
     for e in entries:
         if e.get("href") in api:
@@ -980,47 +876,36 @@ def make_self_contained(out: Path, res: Result):
             res.warn(f"{js.relative_to(out)}: refers to {url} (the site must work offline)")
 
 
-def number_toc(text: str) -> str:
+def number_toc(text: str, where: str = "") -> str:
     "Put each section's number in front of its table-of-contents entry, as Quarto does with `number-sections`."
-    nums = dict(re.findall(r'data-anchor-id="([^"]+)"><span class="header-section-number">([^<]+)</span>', text))
-    if not nums:
-        return text
-
-    def sub(m):
-        n = nums.get(htmllib.unescape(m.group(2)))
-        return m.group(1) + (f'<span class="header-section-number">{n}</span> ' if n else "")
-
-    return re.sub(r'(<a href="#([^"]+)" id="toc-[^"]*" class="nav-link[^"]*"[^>]*>)(?!<span class="header-section-number">)', sub, text)
+    return compat.number_toc(text, where)
 
 
 def fix_symbol_links(text: str, page: str, ids: dict) -> str:
     """nbdev links every backticked name it knows (`Adam.step`, `_helper`) to `page.html#name`, but `show_doc`
     documents only public top-level names. A link to `#adam.step` goes to `#adam` (its class) when that exists;
     a link to an anchor that no page has is unwrapped, leaving the code span."""
-    def sub(m):
-        href, inner = m.group(1), m.group(2)
+    def sub(href, inner):
+        keep = f'<a href="{href}">{inner}</a>'
         path, _, frag = href.partition("#")
         if not frag or re.match(r"^[a-zA-Z][\w+.-]*:|^//", href):
-            return m.group(0)
+            return keep
         target = posixpath.normpath(posixpath.join(posixpath.dirname(page), path)) if path else page
         if target not in ids or frag in ids[target]:
-            return m.group(0)
+            return keep
         head = frag.split(".")[0]
         if head != frag and head in ids[target]:
             return f'<a href="{path}#{head}">{inner}</a>'
         return inner
 
-    return re.sub(r'<a href="([^"]*#[^"]*)">(<code>[^<]*</code>)</a>', sub, text)
+    return compat.rewrite_code_links(text, sub, page)
 
 
 def build_fallback(proj: Project, staged: dict, out: Path, build: Path, res: Result, show_exports: bool, quiet: bool):
-    from smalldocs.site import build as sd_build
-
     from citations import Bibliography
     from mathml import MathConverter
 
     import yaml
-    from execnb.nbio import write_nb
 
     t = time.time()
     ensure_nbdev_lookup(proj)
@@ -1055,7 +940,7 @@ def build_fallback(proj: Project, staged: dict, out: Path, build: Path, res: Res
             pnb = process_notebook(path, nb, pages[nb], linker, bib, res, show_exports, conv, links)
             dest = site / pages[nb].with_suffix(".ipynb")
             dest.parent.mkdir(parents=True, exist_ok=True)
-            write_nb(pnb, dest)
+            compat.write_nb(pnb, dest)
             say(f"  {nb} -> {pages[nb]} (processed in {time.time() - tn:.1f} s)")
     (site / "_quarto.yml").write_text(yaml.safe_dump(site_config(proj, pages, out, res), sort_keys=False), encoding="utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -1064,10 +949,10 @@ def build_fallback(proj: Project, staged: dict, out: Path, build: Path, res: Res
     say(f"  converted {len(conv._mathml)} formula(s) to MathML with pandoc ({time.time() - ts:.1f} s)")
     ts = time.time()
     with smalldocs_mathml(conv):
-        sd = sd_build(site, quiet=quiet)
+        sd = compat.smalldocs_build(site, quiet=quiet)
     say(f"  smalldocs wrote {len(pages)} page(s) to {out} ({time.time() - ts:.1f} s)")
     for w in sd.warnings:
-        if re.search(r"unknown key (bibliography|reference-location)|executable cell\(s\) shown but not run", w):
+        if compat.expected_smalldocs_warning(w):
             continue  # handled here: citations by tools/citations.py, cells were executed by nbclient
         res.warn(f"smalldocs: {w}")
     res.pages = {str(nb): str(pg) for nb, pg in pages.items()}
@@ -1097,7 +982,6 @@ def ship_files(proj: Project, staged: dict, out: Path, res: Result):
 def build_quarto(proj: Project, staged: dict, out: Path, build: Path, res: Result, show_exports: bool):
     "nbdev_docs on a staging copy of the project whose nbs/ holds the executed notebooks."
     import yaml
-    from execnb.nbio import read_nb, write_nb
 
     res.engine = "quarto"
     stage = build / "quarto"
@@ -1114,24 +998,16 @@ def build_quarto(proj: Project, staged: dict, out: Path, build: Path, res: Resul
     for nb, path in staged.items():
         dest = snbs / nb
         dest.parent.mkdir(parents=True, exist_ok=True)
-        n = read_nb(path)
+        n = compat.read_nb(path)
         links = None if str(nb) == proj.cfg.get("readme_nb", "index.ipynb") else notebook_links(proj, nb)
         prepare_for_docs(n, show_exports, nb, links)
-        write_nb(n, dest)
+        compat.write_nb(n, dest)
     ensure_nbdev_lookup(proj)
-    import nbdev.serve
-    from nbdev.quarto import nbdev_docs
-
     # proc_nbs calls `FilterDefaults()(nb)` for each notebook: use the same output-preserving filters as the
     # offline build (this works because n_workers=0 keeps proc_nbs in this process)
-    orig_filters = nbdev.serve.FilterDefaults
     settings = page_settings(proj.quarto_yml())
-    nbdev.serve.FilterDefaults = lambda: doc_filters("notebook", res.warn, settings)
-    try:
-        with project_cwd(stage):
-            nbdev_docs.__wrapped__(n_workers=0)  # in-process, so the lookup and filters above apply
-    finally:
-        nbdev.serve.FilterDefaults = orig_filters
+    with compat.nbdev_docs_filters(lambda: doc_filters("notebook", res.warn, settings)), project_cwd(stage):
+        compat.nbdev_docs_in_process()  # in-process, so the lookup and filters above apply
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(stage / proj.doc_path.name, out)

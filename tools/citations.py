@@ -11,6 +11,16 @@ Code spans, fenced code and maths are never touched. The reference list is pybte
 with its HTML backend (or its markdown backend for the README); only the in-text author-year label is built
 here, from pybtex's parsed person names. Maths in the .bib (`{$\\widehat{R}$}` in a title) is kept out of pybtex's
 hands and comes back as a maths span (HTML, which the site turns into MathML) or as `$...$` (markdown).
+
+Why some of this is hand code (checked for issue 15 against pybtex 0.26 and citeproc-py 0.11): pybtex, a maintained
+library, does the parsing of the .bib, the names and the reference list (with DOI links). What is written here is
+what no maintained Python library does for this build: finding Quarto/Pandoc citation syntax in markdown that
+smalldocs (markdown-it), not pandoc, renders, and the author-year label, since pybtex's label styles are only
+`number` and `alpha`. citeproc-py (CSL, author-date styles) was tried as a replacement and loses features: its
+BibTeX reader drops the braces of maths in titles (`$\\widehat{R}$` -> `$\\widehatR$`), its bibliography prints DOIs
+as text, not links, it ships one CSL style (another package for the others), and it parses no citation syntax
+either, so the scanner below would stay. pandoc's `--citeproc` (what Quarto runs) would need each page rendered by
+pandoc instead of smalldocs, and would change every reference list to Chicago author-date.
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NO_SEEDS = {"test_site.py", "test_readme.py", "test_nbdev_sync.py", "test_lock.py"}
+NO_SEEDS = {"test_site.py", "test_readme.py", "test_nbdev_sync.py", "test_lock.py", "test_compat.py"}
 
 
 def default_paths():

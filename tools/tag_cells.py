@@ -241,11 +241,16 @@ def _new_id(nb, base: str) -> str:
 
 def write(nb: dict, path: Path):
     "Write as nbdev_clean does (execnb's nb2str: sorted keys, one-space indent, UTF-8, final newline)."
-    try:
-        from execnb.nbio import nb2str
+    import importlib.util
 
-        text = nb2str(nb)
-    except ImportError:
+    if importlib.util.find_spec("execnb") is not None:
+        here = str(Path(__file__).absolute().parent)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        import compat  # execnb's nb2str, through tools/compat.py
+
+        text = compat.nb2str(nb)
+    else:  # the same format, for an environment without the documentation stack
         text = json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     path.write_text(text, encoding="utf-8")
 
