@@ -12,7 +12,7 @@ import warnings
 from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
-from .utils import as_rng
+from .utils import as_rng, check_count, check_probability
 
 # %% ../nbs/04b_diagnostics.ipynb #d4fd741c
 _MIN_DRAWS = 4
@@ -180,10 +180,11 @@ def ess_mean(x):   # draws (chain, draw) or (chain, draw, ...)
 def ar1_chains(phi,            # autoregression coefficient, |phi| < 1
                n_chains=4,     # number of chains
                n_draws=1000,   # draws per chain
-               rng=None):      # numpy Generator or int seed
+               rng=None):      # random generator or seed (SPEC 7)
     "Stationary AR(1) chains with unit marginal variance, shape (chain, draw); exact ESS is S(1-phi)/(1+phi)."
     if not -1 < phi < 1:
         raise ValueError(f"`phi` must lie in (-1, 1), got {phi}")
+    n_chains, n_draws = check_count("n_chains", n_chains), check_count("n_draws", n_draws)
     rng = as_rng(rng)
     eps = rng.normal(size=(n_chains, n_draws))
     x = np.empty((n_chains, n_draws))
@@ -260,8 +261,7 @@ def mcse_quantile(x,      # draws (chain, draw) or (chain, draw, ...)
                   prob):  # quantile level p in (0, 1)
     "Monte Carlo standard error of the p-quantile estimate (Vehtari et al. 2021, as ArviZ `mcse(method='quantile')`)."
     a, shape = _as_chains(x)
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must lie in (0, 1), got {prob}")
+    check_probability("prob", prob)
     flat = a.reshape(-1, a.shape[-1])
     S = flat.shape[0]
     q = np.quantile(flat, prob, axis=0)
@@ -343,8 +343,7 @@ def summary(draws,        # (chain, draw) or (chain, draw, dim) array
             prob=0.9):    # mass of the central credible interval
     "Posterior summary table with MCSE, bulk/tail ESS and R-hat for every quantity of `draws`."
     a, shape = _as_chains(draws, "draws")
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must lie in (0, 1), got {prob}")
+    check_probability("prob", prob)
     k = a.shape[-1]
     if names is None:
         names = ["x"] if shape == () else [f"x[{i}]" for i in range(k)]
@@ -413,11 +412,11 @@ def plot_rank(draws,       # (chain, draw) or (chain, draw, dim)
 
 # %% ../nbs/04b_diagnostics.ipynb #961d0313
 def fig_split_rhat(n_draws=1000,  # draws per chain
-                   rng=0,        # seed
+                   rng=0,        # random generator or seed (SPEC 7)
                   ):
     "Two failure modes (Fig. 12.21): chains at different locations, and non-stationary chains that only split R-hat detects."
     from bayesnotes.plotting import new_figure, COLORS
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     t = np.linspace(-1, 1, n_draws)
     shifted = rng.normal(size=(2, n_draws)) + np.array([[0.0], [1.5]])
     drifting = rng.normal(size=(2, n_draws)) * 0.5 + np.array([[2.0], [-2.0]]) * t
@@ -435,10 +434,10 @@ def fig_split_rhat(n_draws=1000,  # draws per chain
 def fig_ar1_ess(phis=(-0.5, 0.0, 0.5, 0.8, 0.9, 0.95),  # AR(1) coefficients
                 n_draws=1000,                          # draws per chain (4 chains)
                 n_rep=40,                              # independent repetitions per phi
-                rng=0):                               # random seed
+                rng=0):                               # random generator or seed (SPEC 7)
     "Estimated ESS of the mean against the exact S(1 - phi)/(1 + phi) for AR(1) chains, over repetitions."
     from bayesnotes.plotting import new_figure, COLORS
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     fig, ax = new_figure(width=5.5, height=3.6)
     S = 4 * n_draws
     for i, phi in enumerate(phis):

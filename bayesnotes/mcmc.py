@@ -18,7 +18,6 @@ __all__ = ['MAX_ENERGY_ERROR', 'MIX_MEANS', 'MIX_SDS', 'MIX_WEIGHTS', 'RWM_SCALE
 
 # %% ../nbs/04_mcmc.ipynb #25efdc7e
 import math
-import warnings
 from typing import Callable, NamedTuple
 import numpy as np
 from scipy import special, stats
@@ -193,8 +192,10 @@ def _evaluate(x, uses_grad):
 
 def _make_kernel(name, target, uses_grad, make_program, params):
     """Build the `Kernel` pair from `make_program(**params_of_one_chain)`, a per-chain transition generator.
-    Each entry of `params` is shared by all chains or given per chain (leading axis = chain)."""
+    Each entry of `params` is shared by all chains or given per chain (leading axis = chain); an `inv_mass` of None
+    is the identity."""
     dim = target.dim
+    params = {k: np.ones(dim) if k == "inv_mass" and v is None else v for k, v in params.items()}
     def chain_params(n, c):
         out = {}
         for k, v in params.items():
@@ -269,8 +270,7 @@ def rwmh(target,          # a `Target`, or a log density of one point (dim,) tog
                 return (prop, lp_prop, g), _info(math.exp(min(0.0, log_alpha)), True, 1, -lp_prop)
             return (x, lp, g), _info(math.exp(min(0.0, log_alpha)), False, 1, -lp)
         return program
-    return _make_kernel("rwmh", target, False, make_program,
-                        dict(scale=scale, inv_mass=np.ones(target.dim) if inv_mass is None else inv_mass))
+    return _make_kernel("rwmh", target, False, make_program, dict(scale=scale, inv_mass=inv_mass))
 
 # %% ../nbs/04_mcmc.ipynb #1b0762a7
 def mala(target,          # a `Target` (gradients by autograd), or an autograd log density with `dim`
@@ -298,8 +298,7 @@ def mala(target,          # a `Target` (gradients by autograd), or an autograd l
                 return (prop, lp_p, g_p), _info(a, True, 1, -lp_p, n_grad=1)
             return (x, lp, g), _info(a, False, 1, -lp, n_grad=1)
         return program
-    return _make_kernel("mala", target, True, make_program,
-                        dict(step_size=step_size, inv_mass=np.ones(target.dim) if inv_mass is None else inv_mass))
+    return _make_kernel("mala", target, True, make_program, dict(step_size=step_size, inv_mass=inv_mass))
 
 # %% ../nbs/04_mcmc.ipynb #d42fc31b
 def _leapfrog_step(x, p, g, eps, m):
@@ -348,8 +347,9 @@ def hamiltonian(target,        # a `Target`
 # %% ../nbs/04_mcmc.ipynb #29b20fa0
 MAX_ENERGY_ERROR = 1000.0   # Stan's threshold for flagging a divergent trajectory
 
-def _energy(lp, p, m):
-    h = -lp + 0.5 * float(np.dot(m * p, p))
+def _energy(lp, p, v):
+    "Hamiltonian H = -log p(x) + p.v / 2 from the log density, the momentum p and the velocity v = M^-1 p (nan -> inf)."
+    h = -lp + 0.5 * float(np.dot(v, p))
     return math.inf if math.isnan(h) else h
 
 def hmc(target,            # a `Target`, or an autograd log density with `dim`
@@ -360,18 +360,17 @@ def hmc(target,            # a `Target`, or an autograd log density with `dim`
     "Hamiltonian Monte Carlo kernel with a fixed number of leapfrog steps and a Metropolis correction."
     target = as_target(target, dim)
     _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
-    n_steps = check_count("n_steps", n_steps)
-    L = int(n_steps)
+    L = check_count("n_steps", n_steps)
     def make_program(step_size, inv_mass):
         m = inv_mass
         def program(rng, x, lp, g):
             p0 = rng.standard_normal(x.size) / np.sqrt(m)
-            h0 = _energy(lp, p0, m)
+            h0 = _energy(lp, p0, m * p0)
             xi, pi, lpi, gi = x, p0, lp, g
             with np.errstate(all="ignore"):
                 for _ in range(L):
                     xi, pi, lpi, gi = yield from _leapfrog_step(xi, pi, gi, step_size, m)
-                h1 = _energy(lpi, pi, m)
+                h1 = _energy(lpi, pi, m * pi)
             log_alpha = h0 - h1
             a = math.exp(min(0.0, log_alpha))
             div = h1 - h0 > MAX_ENERGY_ERROR
@@ -379,8 +378,7 @@ def hmc(target,            # a `Target`, or an autograd log density with `dim`
                 return (xi, lpi, gi), _info(a, True, L, h1, div, L)
             return (x, lp, g), _info(a, False, L, h0, div, L)
         return program
-    return _make_kernel("hmc", target, True, make_program,
-                        dict(step_size=step_size, inv_mass=np.ones(target.dim) if inv_mass is None else inv_mass))
+    return _make_kernel("hmc", target, True, make_program, dict(step_size=step_size, inv_mass=inv_mass))
 
 # %% ../nbs/04_mcmc.ipynb #nuts-tree-code
 def nuts_doubling(target,           # a `Target` of dimension 2 or more
@@ -444,7 +442,7 @@ def naive_nuts(target,          # a `Target`, or an autograd log density of one 
                x0,              # start (dim,)
                step_size,       # leapfrog step size (fixed, no adaptation)
                n_draws=1000,    # iterations (every one is kept)
-               rng=None,        # numpy Generator or int seed
+               rng=None,        # random generator or seed (SPEC 7)
                max_depth=10):   # at most 2^max_depth - 1 leapfrog steps per iteration
     "Hoffman & Gelman's efficient NUTS (their Algorithm 3: slice variable, doubling) as plain recursion; identity mass. For teaching."
     rng = as_rng(rng)
@@ -575,16 +573,17 @@ def _build_tree(rng, depth, start, eps, m, h0, tally):
     stack = []                                            # completed subtrees, sizes strictly decreasing
     x, p, g = start.position, start.momentum, start.grad
     n_leapfrog, sum_accept = tally
-    half = 0.5 * eps
+    half, drift = 0.5 * eps, eps * m
     for _ in range(1 << depth):
         p = p + half * g                                  # one leapfrog step (as `_leapfrog_step`, inlined)
-        x = x + eps * m * p
+        x = x + drift * p
         lp, g = yield (_VG, x)
         p = p + half * g
-        h = _energy(lp, p, m)
+        v = m * p
+        h = _energy(lp, p, v)
         n_leapfrog += 1
         sum_accept += math.exp(min(0.0, h0 - h))
-        leaf = Leaf(x, p, m * p, lp, g)
+        leaf = Leaf(x, p, v, lp, g)
         node = Trajectory(leaf, leaf, leaf, h0 - h, p, 0, False, h - h0 > MAX_ENERGY_ERROR)
         if node.diverging:
             return node, _Tally(n_leapfrog, sum_accept)   # an invalid subtree ends the doubling
@@ -600,8 +599,9 @@ def _nuts_program(step_size, inv_mass, max_depth):
     m = inv_mass
     def program(rng, x, lp, g):
         p0 = rng.standard_normal(x.size) / np.sqrt(m)     # fresh momentum p0 ~ N(0, M)
-        h0 = _energy(lp, p0, m)
-        start = Leaf(x, p0, m * p0, lp, g)
+        v0 = m * p0
+        h0 = _energy(lp, p0, v0)
+        start = Leaf(x, p0, v0, lp, g)
         trajectory = Trajectory(start, start, start, 0.0, p0.copy(), 0, False, False)   # weight exp(H0 - H0) = 1
         tally = _Tally(0, 0.0)
         while trajectory.depth < max_depth and not trajectory.turning:
@@ -615,7 +615,7 @@ def _nuts_program(step_size, inv_mass, max_depth):
             trajectory = _extend(rng, trajectory, subtree, forward)
         new = trajectory.proposal
         info = _info(tally.sum_accept / max(tally.n_leapfrog, 1), new.position is not x, tally.n_leapfrog,
-                     _energy(new.logdensity, new.momentum, m), trajectory.diverging, tally.n_leapfrog,
+                     _energy(new.logdensity, new.momentum, new.velocity), trajectory.diverging, tally.n_leapfrog,
                      trajectory.depth)
         return (new.position, new.logdensity, new.grad), info
     return program
@@ -631,8 +631,7 @@ def nuts(target,           # a `Target`, or an autograd log density with `dim`
     max_depth = check_count("max_depth", max_depth)
     def make_program(step_size, inv_mass):
         return _nuts_program(step_size, inv_mass, max_depth)
-    return _make_kernel("nuts", target, True, make_program,
-                        dict(step_size=step_size, inv_mass=np.ones(target.dim) if inv_mass is None else inv_mass))
+    return _make_kernel("nuts", target, True, make_program, dict(step_size=step_size, inv_mass=inv_mass))
 
 
 # %% ../nbs/04_mcmc.ipynb #fb05ae52
@@ -757,7 +756,7 @@ def _initial_step_size(grad_based, rng, x, lp, g, eps, m, target_accept):
             p = rng.standard_normal(x.size) / np.sqrt(m)
             with np.errstate(all="ignore"):
                 _, p1, lp1, _ = yield from _leapfrog_step(x, p, g, e, m)
-            return _energy(lp, p, m) - _energy(lp1, p1, m)
+            return _energy(lp, p, m * p) - _energy(lp1, p1, m * p1)
         lp1 = yield (_LP, x + e * np.sqrt(m) * rng.standard_normal(x.size))
         return lp1 - lp
     la = yield from log_accept(eps)
@@ -921,13 +920,14 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
            n_warmup:int=1000,  # warm-up (adaptation) iterations, discarded
            n_draws:int=1000,   # draws kept per chain
            n_chains:int=4,     # chains, run concurrently with one batched density call per round
-           rng=None,           # numpy Generator or int seed
+           rng=None,           # random generator or seed (SPEC 7)
            adapt:bool=True,    # dual-averaging step size + windowed diagonal mass matrix during warm-up
            progress:bool=False, # show a progress bar
            step_size=None,     # initial (adapt=True) or fixed step size, scalar or (n_chains,); default: heuristic
            inv_mass=None,      # initial or fixed diagonal inverse mass, (dim,) or (n_chains, dim); default ones
            target_accept=None, # acceptance rate aimed at by the step-size heuristic and adaptation (default per kernel)
-           **kernel_kwargs):   # passed to the kernel factory (n_steps for hmc, max_depth for nuts, ...)
+           **kernel_kwargs,    # passed to the kernel factory (n_steps for hmc, max_depth for nuts, ...)
+          ):
     "Run `n_chains` MCMC chains with Stan-style warm-up; returns draws (chain, draw, dim), statistics and adapted parameters."
     rng = as_rng(rng)
     family, factory, default_accept = _resolve_kernel(kernel)
@@ -950,9 +950,11 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
             X = np.tile(X, (n_chains, 1))
         elif X.shape != (n_chains, d):
             raise ValueError(f"`x0` must have shape ({d},) or ({n_chains}, {d}), got {X.shape}")
-    M = np.ones((n_chains, d)) if inv_mass is None else np.broadcast_to(check_positive("inv_mass", inv_mass), (n_chains, d))
-    if inv_mass is not None and np.ndim(inv_mass) not in (0, 1, 2):
-        raise ValueError(f"`inv_mass` must have shape (dim,) or (n_chains, dim)")
+    M = np.ones((n_chains, d)) if inv_mass is None else check_positive("inv_mass", inv_mass)
+    try:
+        M = np.broadcast_to(M, (n_chains, d))
+    except ValueError:
+        raise ValueError(f"`inv_mass` must be a scalar or have shape ({d},) or ({n_chains}, {d}), got {M.shape}") from None
     if step_size is None:
         E = [None] * n_chains if (adapt or default_accept is not None) else [1.0] * n_chains
         if family == "slice":
@@ -997,7 +999,7 @@ MIX_MEANS, MIX_SDS, MIX_WEIGHTS = np.array([-20.0, 20.0]), np.array([10.0, 10.0]
 
 def mixture_target(means=MIX_MEANS,      # component means
                    sds=MIX_SDS,          # component sds
-                   weights=MIX_WEIGHTS,  # 1-d Gaussian mixture components
+                   weights=MIX_WEIGHTS,  # component weights (normalised here)
                   ):
     "The chapter's 1-d two-component Gaussian mixture as a batched `Target` (0.3 N(-20, 10^2) + 0.7 N(20, 10^2))."
     means, sds, weights = (np.asarray(a, float) for a in (means, sds, weights))
@@ -1014,7 +1016,7 @@ def mixture_target(means=MIX_MEANS,      # component means
 def mixture_pdf(x,                    # points (any shape)
                 means=MIX_MEANS,      # component means
                 sds=MIX_SDS,          # component sds
-                weights=MIX_WEIGHTS,  # points x (any shape)
+                weights=MIX_WEIGHTS,  # component weights (normalised here)
                ):
     "Density of the 1-d mixture at x."
     x = np.asarray(x, float)[..., None]
@@ -1026,7 +1028,7 @@ RWM_SCALES = (1.0, 8.0, 500.0)
 def run_rwm_mixture(scales=RWM_SCALES,  # proposal standard deviations tau
                     n_draws=1000,       # draws per chain
                     n_chains=4,         # chains, started overdispersed around 0
-                    rng=0):            # random seed
+                    rng=0):            # random generator or seed (SPEC 7)
     "Random-walk Metropolis on the 1-d mixture for several proposal scales; returns {tau: draws (chain, draw)}."
     t = mixture_target()
     rng = as_rng(rng)
@@ -1036,7 +1038,7 @@ def run_rwm_mixture(scales=RWM_SCALES,  # proposal standard deviations tau
 
 def fig_rwm_mixture(scales=RWM_SCALES,  # proposal sds
                     n_draws=1000,       # draws
-                    rng=0,             # seed
+                    rng=0,             # random generator or seed (SPEC 7)
                    ):
     "Traces and histograms of random-walk Metropolis on the two-component mixture for tau = 1, 8, 500 (Fig. 12.1)."
     runs = run_rwm_mixture(scales, n_draws, 1, rng)
@@ -1057,7 +1059,7 @@ def rwm_scaling(dim=50,                     # dimension of the standard Gaussian
                 ells=np.linspace(0.5, 5, 19),  # scaled proposal sizes ell = tau * sqrt(dim)
                 n_draws=600,                # draws per chain (after a start at stationarity)
                 n_chains=8,                 # chains per ell
-                rng=0):                    # random seed
+                rng=0):                    # random generator or seed (SPEC 7)
     "Acceptance rate and expected squared jump per coordinate of RWM on N(0, I_dim) as a function of ell."
     rng = as_rng(rng)
     acc, esjd = [], []
@@ -1077,7 +1079,7 @@ def rwm_scaling(dim=50,                     # dimension of the standard Gaussian
     return np.asarray(ells), np.array(acc), np.array(esjd)
 
 def fig_optimal_scaling(dim=50,  # dimension
-                        rng=0,  # seed
+                        rng=0,  # random generator or seed (SPEC 7)
                        ):
     "Efficiency (squared jump distance) of RWM against its acceptance rate: the optimum sits near 0.234 (tau = 2.38/sqrt(D))."
     ells, acc, esjd = rwm_scaling(dim, rng=rng)
@@ -1099,7 +1101,7 @@ def fig_optimal_scaling(dim=50,  # dimension
 # %% ../nbs/04_mcmc.ipynb #8a17ec03
 def rwm_mixing_plot(scale=8.0,      # proposal standard deviation
                     n_draws=2000,   # draws
-                    rng=0):        # random seed
+                    rng=0):        # random generator or seed (SPEC 7)
     "Trace, histogram and autocorrelation of random-walk Metropolis on the 1-d mixture for one proposal scale."
     res = sample("rwmh", mixture_target(), np.zeros((4, 1)), n_warmup=0, n_draws=n_draws, n_chains=4,
                  rng=rng, adapt=False, step_size=scale)
@@ -1118,7 +1120,7 @@ def rwm_mixing_plot(scale=8.0,      # proposal standard deviation
 def gibbs_gaussian(mean,            # mean of the Gaussian target, shape (d,)
                    cov,             # covariance, shape (d, d)
                    n_draws=100,     # full sweeps per chain
-                   rng=None,        # numpy Generator or int seed
+                   rng=None,        # random generator or seed (SPEC 7)
                    x0=None,         # start (d,) or (chain, d); default the mean
                    n_chains=1):     # chains (vectorised)
     "Systematic-scan Gibbs sampler for N(mean, cov). Returns (draws (chain, draw, d), path (chain, draw*d+1, d))."
@@ -1143,7 +1145,7 @@ def gibbs_gaussian(mean,            # mean of the Gaussian target, shape (d,)
 # %% ../nbs/04_mcmc.ipynb #014dcd0e
 def fig_gibbs_zigzag(rho=0.95,    # correlation
                      n_draws=30,  # sweeps
-                     rng=1,      # seed
+                     rng=1,      # random generator or seed (SPEC 7)
                     ):
     "Gibbs sampling a strongly correlated bivariate Gaussian moves in small axis-parallel steps (Fig. 12.8)."
     cov = np.array([[1.0, rho], [rho, 1.0]])
@@ -1161,11 +1163,11 @@ def fig_gibbs_zigzag(rho=0.95,    # correlation
 # %% ../nbs/04_mcmc.ipynb #bb755500
 def gibbs_mixture_1d(n_draws=1000,         # draws per chain
                      n_chains=4,           # chains (vectorised)
-                     rng=None,             # numpy Generator or int seed
+                     rng=None,             # random generator or seed (SPEC 7)
                      x0=None,              # starting x per chain (default: N(0, 1) draws)
                      means=MIX_MEANS,      # component means
                      sds=MIX_SDS,          # component sds
-                     weights=MIX_WEIGHTS,  # mixture components
+                     weights=MIX_WEIGHTS,  # component weights (normalised here)
                     ):
     "Gibbs sampler on (z, x) for the 1-d mixture: z | x by Bayes' rule, x | z ~ N(mu_z, sd_z^2). Returns (x, z), (chain, draw)."
     rng = as_rng(rng)
@@ -1184,7 +1186,7 @@ def gibbs_mixture_1d(n_draws=1000,         # draws per chain
 
 # %% ../nbs/04_mcmc.ipynb #c08b0b05
 def fig_gibbs_mixture(n_draws=1000,  # draws
-                      rng=0,        # seed
+                      rng=0,        # random generator or seed (SPEC 7)
                      ):
     "Gibbs sampling the 1-d mixture through its indicator z: samples coloured by z and the histogram (Fig. 12.7)."
     x, z = gibbs_mixture_1d(n_draws, 1, rng=rng)
@@ -1225,7 +1227,7 @@ def gibbs_normal(y,                # observations, shape (n,), or (n_chains, n) 
                  a0=2.0,           # Gamma shape of the precision tau
                  b0=2.0,           # Gamma rate of the precision tau
                  n_draws=1000,     # draws per chain
-                 rng=None,         # numpy Generator or int seed
+                 rng=None,         # random generator or seed (SPEC 7)
                  n_chains=4,       # chains (vectorised); ignored when y has one row per chain
                  tau0=None):       # starting precision (default: prior mean a0 / b0)
     "Two-block Gibbs sampler for y_i ~ N(mu, 1/tau), mu ~ N(mu0, s0^2), tau ~ Ga(a0, b0). Returns (chain, draw, 2) [mu, tau]."
@@ -1252,7 +1254,7 @@ def ising_gibbs(y,               # noisy image, shape (h, w), observations of x 
                 J=1.0,           # coupling strength of the Ising prior
                 sigma=2.0,       # noise standard deviation
                 n_draws=15,     # checkerboard sweeps
-                rng=None,        # numpy Generator or int seed
+                rng=None,        # random generator or seed (SPEC 7)
                 x0=None):        # starting image in {-1, +1} (default: sign of y)
     "Checkerboard Gibbs sampler for Ising-prior image denoising; returns the samples after each sweep (n_draws, h, w)."
     rng = as_rng(rng)
@@ -1278,7 +1280,7 @@ from .datasets import ising_test_image   # the same test image as the CAVI examp
 # %% ../nbs/04_mcmc.ipynb #ca5dbcf0
 def fig_ising(J=1.0,      # coupling
               sigma=2.0,  # noise sd
-              rng=0,     # seed
+              rng=0,     # random generator or seed (SPEC 7)
              ):
     "Ising-prior denoising with checkerboard Gibbs: a sample after 1 and 5 sweeps and the mean of 15 sweeps (Fig. 12.6)."
     rng = as_rng(rng)
@@ -1346,7 +1348,7 @@ def _gmm_loglik(X, z, pi, mu, sig):
 def gibbs_gmm(X,                # data (n, 2)
               K=4,              # number of mixture components
               n_draws=30,      # Gibbs sweeps
-              rng=None,         # numpy Generator or int seed
+              rng=None,         # random generator or seed (SPEC 7)
               n_chains=1,       # independent chains (random initial assignments), vectorised
               collapsed=False,  # True: integrate out (pi, mu, Sigma) and sample z_i | z_-i (Algorithm 13)
               alpha=1.0,        # symmetric Dirichlet concentration (total), alpha_k = alpha / K
@@ -1407,7 +1409,7 @@ def gibbs_gmm(X,                # data (n, 2)
 
 def gmm_data(n=300,  # points
              K=4,    # components
-             rng=0,  # seed
+             rng=0,  # random generator or seed (SPEC 7)
             ):
     "Synthetic 2-d data from a K-component Gaussian mixture (the Fig. 12.10 setting: K = 4, N = 300)."
     rng = as_rng(rng)
@@ -1418,7 +1420,7 @@ def gmm_data(n=300,  # points
 # %% ../nbs/04_mcmc.ipynb #458922ec
 def fig_gibbs_gmm(n_chains=4,   # random initialisations
                   n_draws=20,  # sweeps
-                  rng=0,       # seed
+                  rng=0,       # random generator or seed (SPEC 7)
                  ):
     "Log p(D | z, theta) per sweep of vanilla vs collapsed Gibbs for a K = 4 mixture of 2-d Gaussians, N = 300 (Fig. 12.10)."
     X = gmm_data(300, 4, rng=rng)
@@ -1443,7 +1445,7 @@ def _norm_lp(x, m, s):
     return -0.5 * ((x - m) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)
 
 def fig_slice_1d(n_draws=2000,  # draws per chain
-                 rng=0,        # seed
+                 rng=0,        # random generator or seed (SPEC 7)
                 ):
     "Slice sampling a bimodal 1-d density: histogram of the draws against the density (Fig. 12.11b)."
     t = slice_demo_target()
@@ -1478,7 +1480,7 @@ def binomial_logistic_target(x=BIOASSAY[0],  # doses (log g/ml)
     return Target(logp, 2, name="binomial logistic regression (bioassay)", batched=True, vg_batch=vg)
 
 def fig_slice_binomial(n_draws=1000,  # draws per chain
-                       rng=0,        # seed
+                       rng=0,        # random generator or seed (SPEC 7)
                       ):
     "Binomial logistic regression (bioassay data): grid posterior vs slice-sampler draws (Fig. 12.12)."
     t = binomial_logistic_target()
@@ -1507,7 +1509,7 @@ def peaks(x,  # first coordinate (any shape broadcastable with y)
 def simulated_annealing(energy,         # energy function E(x) of one point (d,); lower is better
                         x0,             # start (d,)
                         n_iter=200,     # iterations
-                        rng=None,       # numpy Generator or int seed
+                        rng=None,       # random generator or seed (SPEC 7)
                         T0=1.0,         # initial temperature
                         cooling=0.9,    # exponential cooling rate gamma: T_{t+1} = gamma T_t
                         scale=10.0,     # random-walk proposal standard deviation
@@ -1541,7 +1543,7 @@ def simulated_annealing(energy,         # energy function E(x) of one point (d,)
 def fig_annealing(n_iter=100,   # iterations
                   cooling=0.9,  # gamma
                   scale=10.0,   # proposal sd
-                  rng=1,       # seed
+                  rng=1,       # random generator or seed (SPEC 7)
                  ):
     "Simulated annealing on the peaks function: tempered densities, temperature schedule and visited points (Figs. 12.2-12.4)."
     energy = lambda v: -np.log(np.abs(peaks(v[0], v[1])) + 1e-300)
@@ -1592,7 +1594,7 @@ def hmc_trajectory_plot(step_size=0.15,   # leapfrog step size
                         n_steps=20,       # leapfrog steps per trajectory
                         n_traj=6,         # trajectories drawn (each a fresh momentum)
                         rho=0.95,         # correlation of the 2-d Gaussian target
-                        rng=0):          # random seed
+                        rng=0):          # random generator or seed (SPEC 7)
     "HMC on a correlated 2-d Gaussian: successive trajectories, accepted end points and acceptance probabilities."
     t = correlated_gaussian(rho)
     rng = as_rng(rng)
@@ -1621,7 +1623,7 @@ def fig_hmc_trajectories():
 
 # %% ../nbs/04_mcmc.ipynb #96358eb8
 def fig_warmup(n_warmup=500,  # warm-up iterations
-               rng=0,        # seed
+               rng=0,        # random generator or seed (SPEC 7)
               ):
     "Step size of four NUTS chains during Stan-style warm-up on a Gaussian with scales 1 and 10; slow windows shaded."
     t = correlated_gaussian(0.0, scales=(1.0, 10.0))
@@ -1647,7 +1649,7 @@ def funnel_noncentred(dim=10,     # dimension (v plus dim-1 x's)
 def run_funnel(dim=2,         # dimension
                n_warmup=120,  # warm-up
                n_draws=250,   # draws
-               rng=0,        # seed
+               rng=0,        # random generator or seed (SPEC 7)
               ):
     "NUTS on the centred and the non-centred funnel; returns {name: (v draws, x1 draws, divergent flags)}."
     out = {}
@@ -1659,7 +1661,7 @@ def run_funnel(dim=2,         # dimension
     return out
 
 def fig_funnel(dim=2,   # dimension
-               rng=0,  # seed
+               rng=0,  # random generator or seed (SPEC 7)
               ):
     "Neal's funnel: NUTS draws from the centred parameterisation (divergences in red) vs the non-centred one (Fig. 12.23)."
     runs = run_funnel(dim, rng=rng)
@@ -1681,7 +1683,7 @@ def fig_funnel(dim=2,   # dimension
 def iris_logistic(n_pos=50,       # virginica flowers kept
                   n_neg=50,       # other flowers kept
                   prior_sd=10.0,  # prior sd of (b, w1, w2)
-                  rng=0,         # class sizes, prior sd, seed for the subsample
+                  rng=0,         # random generator or seed (SPEC 7)
                  ):
     "Virginica vs rest on sepal length and width, centred features: (Target over (b, w1, w2), X raw, y, centre)."
     X, y = load_iris_2d(pair=None, features=(0, 1))
@@ -1696,7 +1698,7 @@ def iris_logistic(n_pos=50,       # virginica flowers kept
     t.name = "iris logistic regression"
     return t, X, y, centre
 
-def fig_iris_boundaries(rng=0):  # random seed
+def fig_iris_boundaries(rng=0):  # random generator or seed (SPEC 7)
     "Posterior over logistic-regression decision boundaries on iris (virginica vs rest), balanced vs 5/45 classes (Fig. 15.8)."
     fig, axes = new_figure(1, 2, width=10, height=4, sharex=True, sharey=True)
     x1 = np.linspace(4, 8.2, 100)
@@ -1736,7 +1738,7 @@ _UNIGAUSS_CACHE = {}
 def run_unigauss(prior="diffuse",   # prior name
                  n_draws=500,       # draws per chain
                  n_chains=3,        # chains
-                 rng=0):           # random seed
+                 rng=0):           # random generator or seed (SPEC 7)
     "HMC (5 leapfrog steps, adapted step size and metric) on the two-point model; cached so figures share the runs."
     seeded = isinstance(rng, (int, np.integer))       # only a seed names a run: only those are cached
     key = (prior, n_draws, n_chains, rng)
@@ -1749,7 +1751,7 @@ def run_unigauss(prior="diffuse",   # prior name
         _UNIGAUSS_CACHE[key] = res
     return res
 
-def fig_trace_priors(rng=0):  # random seed
+def fig_trace_priors(rng=0):  # random generator or seed (SPEC 7)
     "Trace plots of alpha and sigma under the diffuse and the sensible prior (Figs. 12.17 and 12.18)."
     fig, axes = new_figure(4, 2, width=9, height=8, squeeze=False, gridspec_kw={"width_ratios": [1, 2.5]})
     for i, prior in enumerate(("diffuse", "sensible")):
@@ -1759,7 +1761,7 @@ def fig_trace_priors(rng=0):  # random seed
                    fig_axes=(fig, axes[2 * i:2 * i + 2]))
     return fig
 
-def fig_rank_priors(rng=0):  # random seed
+def fig_rank_priors(rng=0):  # random generator or seed (SPEC 7)
     "Rank (trank) plots of alpha and sigma under the two priors (Figs. 12.19 and 12.20)."
     fig, axes = new_figure(2, 2, width=9, height=6, squeeze=False)
     for i, prior in enumerate(("diffuse", "sensible")):

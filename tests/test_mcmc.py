@@ -401,7 +401,7 @@ def test_naive_nuts_samples_a_correlated_gaussian(seed):
     # deviations within 5.3 MCSE (4 comparisons, false alarm < 1e-6)
     from bayesnotes.mcmc import naive_nuts
     t = correlated_gaussian(0.6, scales=(1.0, 2.0))
-    d = np.stack([naive_nuts(t.value_and_grad, np.zeros(2), 0.5, 1500, rng=seed(6 + c)) for c in range(4)])[:, 100:]
+    d = np.stack([naive_nuts(t, np.zeros(2), 0.5, 1500, rng=seed(6 + c)) for c in range(4)])[:, 100:]
     for j in range(2):
         x = d[..., j]
         assert abs(x.mean()) < 5.3 * mcse_mean(x)
@@ -442,6 +442,16 @@ def test_bad_input_raises(seed):
         nuts(t, 0.1).init(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="Q"):
         mh_transition_matrix(np.ones(3), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="inv_mass"):
+        sample("nuts", t, np.zeros(2), 10, 10, 2, rng=seed(0), inv_mass=np.ones(3))
+    with pytest.raises(ValueError, match="dim"):                   # a plain function needs its dimension
+        rwmh(lambda x: -0.5 * anp.sum(x ** 2))
+    with pytest.raises(ValueError, match="max_steps_out"):
+        slice_sampler(t, max_steps_out=-1)
+    with pytest.raises(ValueError, match="cov"):
+        mcmc.gibbs_gaussian(np.zeros(2), [[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(ValueError, match="n_states"):
+        random_walk_matrix(1)
 
 
 # ----------------------------------------------------------------------------------------- figures and callbacks
@@ -459,34 +469,35 @@ def test_figure_functions_and_interactive_callbacks_return_figures():
 
 
 # ------------------------------------------------------------------------------- iterative NUTS tree builder
-def _build_tree_recursive(rng, depth, z, eps, m, h0, stats):
+def _build_tree_recursive(rng, depth, start, eps, m, h0, tally):
     """The recursive builder the iterative `mcmc._build_tree` replaced (Stan's recursion, kept here as the reference):
-    left half, stop if invalid, right half, stop if invalid, merge with one uniform for the multinomial choice."""
+    first half, stop if invalid, second half from its outer end, stop if invalid, merge with one uniform for the
+    multinomial choice. Written in integration order (`first`/`last` leaf of each half, whatever the direction) with
+    its own merge, independently of `mcmc._merge`/`_join` and their left/right (time-order) bookkeeping."""
     import math
-    from bayesnotes.mcmc import _Subtree, _energy, _leapfrog_step, _no_u_turn, MAX_ENERGY_ERROR
+    from bayesnotes.mcmc import Leaf, Trajectory, _Tally, _energy, _leapfrog_step, _no_u_turn, MAX_ENERGY_ERROR
     if depth == 0:
-        x, p, lp, g = yield from _leapfrog_step(z[0], z[1], z[3], eps, m)
-        h = _energy(lp, p, m)
-        stats[0] += 1
-        stats[1] += math.exp(min(0.0, h0 - h))
-        divergent = h - h0 > MAX_ENERGY_ERROR
-        stats[2] |= divergent
-        leaf = (x, p, lp, g)
-        ps = m * p
-        return _Subtree(not divergent, leaf, leaf, h0 - h, p, ps, ps, p, p)
-    left = yield from _build_tree_recursive(rng, depth - 1, z, eps, m, h0, stats)
-    if not left.valid:
-        return left
-    right = yield from _build_tree_recursive(rng, depth - 1, left.end, eps, m, h0, stats)
-    if not right.valid:
-        return right
-    log_w = np.logaddexp(left.log_w, right.log_w)
-    proposal = right.proposal if rng.uniform() < math.exp(right.log_w - log_w) else left.proposal
-    rho = left.rho + right.rho
-    valid = (_no_u_turn(left.psharp_beg, right.psharp_end, rho)
-             and _no_u_turn(left.psharp_beg, right.psharp_beg, left.rho + right.p_beg)
-             and _no_u_turn(left.psharp_end, right.psharp_end, right.rho + left.p_end))
-    return _Subtree(valid, right.end, proposal, log_w, rho, left.psharp_beg, right.psharp_end, left.p_beg, right.p_end)
+        x, p, lp, g = yield from _leapfrog_step(start.position, start.momentum, start.grad, eps, m)
+        h = _energy(lp, p, m * p)
+        tally = _Tally(tally.n_leapfrog + 1, tally.sum_accept + math.exp(min(0.0, h0 - h)))
+        leaf = Leaf(x, p, m * p, lp, g)
+        return Trajectory(leaf, leaf, leaf, h0 - h, p, 0, False, h - h0 > MAX_ENERGY_ERROR), tally
+    ends = lambda t: (t.left, t.right) if eps > 0 else (t.right, t.left)      # (first, last) in integration order
+    a, tally = yield from _build_tree_recursive(rng, depth - 1, start, eps, m, h0, tally)
+    if a.turning or a.diverging:
+        return a, tally
+    b, tally = yield from _build_tree_recursive(rng, depth - 1, ends(a)[1], eps, m, h0, tally)
+    if b.turning or b.diverging:
+        return b, tally
+    (a_first, a_last), (b_first, b_last) = ends(a), ends(b)
+    log_w = np.logaddexp(a.log_w, b.log_w)
+    proposal = b.proposal if rng.uniform() < math.exp(b.log_w - log_w) else a.proposal
+    rho = a.rho + b.rho
+    valid = (_no_u_turn(a_first.velocity, b_last.velocity, rho)
+             and _no_u_turn(a_first.velocity, b_first.velocity, a.rho + b_first.momentum)
+             and _no_u_turn(a_last.velocity, b_last.velocity, b.rho + a_last.momentum))
+    left, right = (a_first, b_last) if eps > 0 else (b_last, a_first)
+    return Trajectory(left, right, proposal, log_w, rho, depth, not valid, False), tally
 
 
 @pytest.mark.parametrize("make,extra,exercises", [

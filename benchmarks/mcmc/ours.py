@@ -3,9 +3,10 @@
     python ours.py PROBLEM.npz OUT.npz --root REPO --gradient {closed,autograd} --seed S [--chains 4 ...]
 
 `--root` is the source tree whose `bayesnotes` is imported: the working tree for "after", a `git worktree` of an
-older commit for "before". `--gradient autograd` samples the same log density written with autograd.numpy (what a
-reader's own model gets); `closed` uses the library's closed-form batched gradient (`core.logistic_regression`,
-`core.gaussian_target`), which needs a tree that has it. Starts are uniform in [-2, 2]^d from the seed, as for the
+older commit for "before" (the imports work with both layouts: `bayesnotes.targets`, or `bayesnotes.core` in trees
+before the foundations were split). `--gradient autograd` samples the same log density written with autograd.numpy
+(what a reader's own model gets); `closed` uses the library's closed-form batched gradient
+(`targets.logistic_regression`, `targets.gaussian_target`), which needs a tree that has it. Starts are uniform in [-2, 2]^d from the seed, as for the
 peers. Records the wall and CPU seconds of the `sample` call, every gradient row evaluated (warm-up included) and
 the load average before and after.
 """
@@ -27,20 +28,23 @@ def main():
     sys.path.insert(0, os.path.abspath(a.root))
     import autograd.numpy as anp
     import bayesnotes
-    from bayesnotes import core
-    from bayesnotes.targets import Target
+    try:                                   # the targets have their own module since the foundations were split
+        from bayesnotes import targets as models
+    except ImportError:                    # older trees: everything in core
+        from bayesnotes import core as models
+    Target = models.Target
     from bayesnotes.mcmc import sample
     assert os.path.dirname(bayesnotes.__file__).startswith(os.path.abspath(a.root)), bayesnotes.__file__
     pr = dict(np.load(a.problem, allow_pickle=False))
     if str(pr["kind"]) == "gaussian":
         sd = pr["sd"]
         if a.gradient == "closed":
-            target = core.gaussian_target(sd=sd)
+            target = models.gaussian_target(sd=sd)
         else:
             target = Target(lambda x: -0.5 * anp.sum((x / sd) ** 2, axis=-1), sd.size, batched=True)
     else:
         X, y, s = pr["X"], pr["y"], float(pr["prior_scale"])
-        target = core.logistic_regression(X, y, s)
+        target = models.logistic_regression(X, y, s)
         if a.gradient == "autograd" and getattr(target, "closed_form", False):
             target = target.with_autograd()
         if a.gradient == "closed" and not getattr(target, "closed_form", False):

@@ -20,8 +20,11 @@ compiled code. bayesnotes has no compilation step, so its single run is both.
 
 Our runs (each in a fresh process, `ours.py`): "after" is this working tree, with the library's closed-form
 gradient ("closed") and with the same log density written in autograd.numpy ("autograd", what a reader's own model
-gets); "before" is the tree at `--before` (default: the commit before the speed work), autograd only. The load
-average is recorded around every run: timings on a shared machine are only as good as its load.
+gets); "before" is the tree at `--before` (default: the commit before the speed work), with the gradients of
+`--before-gradients` (default autograd only; "closed,autograd" for a tree that has the closed forms). The runs of
+all variants are interleaved (seed 0 of every variant, then seed 1, ...), so a change of load hits before and after
+alike. The load average is recorded around every run, and every run's CPU seconds as well as its wall-clock
+seconds: on a shared machine CPU time is the steadier measure.
 """
 import argparse
 import json
@@ -52,10 +55,13 @@ def problems():
             "logistic31": dict(kind="logistic", X=X, y=y, prior_scale=1.0, dim=X.shape[1])}
 
 
-def summarise(draws, n_grad, seconds, divergences):
+def summarise(draws, n_grad, seconds, divergences, cpu_seconds=None):
     e = float(ess_bulk(draws).min())
-    return dict(min_ess_bulk=e, n_grad=int(n_grad), seconds=float(seconds), ess_per_grad=e / n_grad,
-                ess_per_second=e / seconds, max_rhat=float(np.max(rhat(draws))), divergences=int(divergences))
+    out = dict(min_ess_bulk=e, n_grad=int(n_grad), seconds=float(seconds), ess_per_grad=e / n_grad,
+               ess_per_second=e / seconds, max_rhat=float(np.max(rhat(draws))), divergences=int(divergences))
+    if cpu_seconds is not None:
+        out.update(cpu_seconds=float(cpu_seconds), ess_per_cpu_second=e / float(cpu_seconds))
+    return out
 
 
 def run_ours(spec, root, gradient, chains, warmup, draws, seed, python=sys.executable):
@@ -67,9 +73,8 @@ def run_ours(spec, root, gradient, chains, warmup, draws, seed, python=sys.execu
                         "--chains", str(chains), "--warmup", str(warmup), "--draws", str(draws), "--seed", str(seed)],
                        check=True, env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
         r = dict(np.load(out))
-    res = summarise(r["draws"], r["n_grad"], r["seconds"], r["divergences"])
-    res.update(n_grad_total=int(r["n_grad_total"]), cpu_seconds=float(r["cpu_seconds"]),
-               load=[round(float(v), 2) for v in r["load"]])
+    res = summarise(r["draws"], r["n_grad"], r["seconds"], r["divergences"], r["cpu_seconds"])
+    res.update(n_grad_total=int(r["n_grad_total"]), load=[round(float(v), 2) for v in r["load"]])
     return res
 
 
@@ -91,21 +96,27 @@ def main():
     ap.add_argument("--quick", action="store_true", help="4 x 200 x 200 instead of 4 x 1000 x 1000 (smoke test)")
     ap.add_argument("--repeats", type=int, default=2, help="independent bayesnotes runs per variant (seeds 0, 1, ...)")
     ap.add_argument("--before", default=BEFORE, help="commit of the 'before' runs ('' to skip them)")
+    ap.add_argument("--before-gradients", default="autograd",
+                    help="gradients of the 'before' runs: 'autograd', or 'closed,autograd' for a tree with closed forms")
+    ap.add_argument("--size", default="", help="CHAINS,WARMUP,DRAWS instead of 4,1000,1000 (a reduced run)")
     ap.add_argument("--only", default="", help="comma-separated problems to run (default: all)")
     ap.add_argument("--no-peers", action="store_true", help="skip NumPyro and BlackJAX")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
     chains, warmup, draws = (4, 200, 200) if a.quick else (4, 1000, 1000)
+    if a.size:
+        chains, warmup, draws = (int(v) for v in a.size.split(","))
     variants = [("after_closed", ROOT, "closed"), ("after_autograd", ROOT, "autograd")]
     if a.before:
-        variants.append(("before_autograd", before_tree(a.before), "autograd"))
+        tree = before_tree(a.before)
+        variants += [(f"before_{g}", tree, g) for g in a.before_gradients.split(",")]
     results = {"_meta": {"chains": chains, "warmup": warmup, "draws": draws, "before": a.before,
                          "cpu_count": os.cpu_count(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
     for name, spec in problems().items():
         if a.only and name not in a.only.split(","):
             continue
-        for tag, root, gradient in variants:
-            for rep in range(a.repeats):
+        for rep in range(a.repeats):           # interleaved: every variant's seed 0, then seed 1, ...
+            for tag, root, gradient in variants:
                 key = f"{name}/bayesnotes_{tag}_seed{rep}"
                 print(f"== {key} ...", flush=True)
                 results[key] = run_ours(spec, root, gradient, chains, warmup, draws, rep)
@@ -128,23 +139,37 @@ def main():
                 print(tag, json.dumps(results[f"{name}/{tag}"]), flush=True)
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)
-    print("\n| problem | run | min bulk ESS | grads | seconds | ESS/grad | ESS/s | max R-hat | div | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| problem | run | min bulk ESS | grads | seconds | CPU s | ESS/grad | ESS/s | ESS/CPU s | max R-hat | div | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for k, v in results.items():
         if k.startswith("_"):
             continue
         p, run = k.split("/")
-        print(f"| {p} | {run} | {v['min_ess_bulk']:.0f} | {v['n_grad']} | {v['seconds']:.1f} | {v['ess_per_grad']:.4f} | "
-              f"{v['ess_per_second']:.1f} | {v['max_rhat']:.3f} | {v['divergences']} | {v['load'][0]:.1f}-{v['load'][1]:.1f} |")
+        cpu, per_cpu = v.get("cpu_seconds", np.nan), v.get("ess_per_cpu_second", np.nan)
+        print(f"| {p} | {run} | {v['min_ess_bulk']:.0f} | {v['n_grad']} | {v['seconds']:.1f} | {cpu:.1f} | "
+              f"{v['ess_per_grad']:.4f} | {v['ess_per_second']:.1f} | {per_cpu:.1f} | {v['max_rhat']:.3f} | "
+              f"{v['divergences']} | {v['load'][0]:.1f}-{v['load'][1]:.1f} |")
     # the ratios the issue asks for; one run's minimum ESS varies by 10-20% between seeds, so we compare means over runs
     mean = lambda p, pre, key: np.mean([v[key] for k, v in results.items() if k.startswith(f"{p}/{pre}")] or [np.nan])
     for p in ("gaussian100", "logistic31"):
         bj_g = mean(p, "blackjax", "ess_per_grad")
         np_cold, np_warm = mean(p, "numpyro_cold", "ess_per_second"), mean(p, "numpyro_warm", "ess_per_second")
-        for tag in ("after_closed", "after_autograd", "before_autograd"):
+        for tag in ("after_closed", "after_autograd", "before_closed", "before_autograd"):
+            if np.isnan(bj_g) or not any(k.startswith(f"{p}/bayesnotes_{tag}") for k in results):   # no peer runs
+                continue
             g, s_ = mean(p, f"bayesnotes_{tag}", "ess_per_grad"), mean(p, f"bayesnotes_{tag}", "ess_per_second")
             print(f"{p} {tag}: ESS/grad / BlackJAX = {g / bj_g:.2f} (required >= 0.9); ESS/s / NumPyro cold = "
                   f"{s_ / np_cold:.2f} (closed form >= 1, autograd >= 0.7), / NumPyro warm = {s_ / np_warm:.2f}")
+        for g in ("closed", "autograd"):           # the same sampler before and after a change of the code
+            aft, bef = f"bayesnotes_after_{g}", f"bayesnotes_before_{g}"
+            if not any(k.startswith(f"{p}/{bef}") for k in results):
+                continue
+            same = all(results[f"{p}/{aft}_seed{r}"]["min_ess_bulk"] == results[f"{p}/{bef}_seed{r}"]["min_ess_bulk"]
+                       and results[f"{p}/{aft}_seed{r}"]["n_grad"] == results[f"{p}/{bef}_seed{r}"]["n_grad"]
+                       for r in range(a.repeats))
+            print(f"{p} {g}: after / before: ESS/s {mean(p, aft, 'ess_per_second') / mean(p, bef, 'ess_per_second'):.2f}, "
+                  f"ESS per CPU second {mean(p, aft, 'ess_per_cpu_second') / mean(p, bef, 'ess_per_cpu_second'):.2f} "
+                  f"(means over {a.repeats} seeds); same ESS and gradient counts for every seed: {same}")
 
 
 if __name__ == "__main__":
