@@ -15,7 +15,7 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .utils import as_rng, check_count, check_finite, check_positive
+from .utils import as_rng, check_count, check_finite, check_positive, check_probability, check_shape
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
 from .utils import track
@@ -47,6 +47,20 @@ def _check_sizes(sizes):
     if len(sizes) < 2 or min(sizes) < 1:
         raise ValueError(f"sizes must list an input and an output width (all >= 1), got {sizes}")
     return sizes
+
+def _check_hidden(hidden):
+    "Hidden-layer widths as a tuple of ints >= 1 (an int is one layer; () is none)."
+    try:
+        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
+    except (TypeError, ValueError):
+        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
+    if any(h < 1 for h in hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
+    return hidden
+
+def _int_seed(rng):
+    "`rng` as an int when it is a non-negative int seed (then a result for it may be cached), else None."
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0: return int(rng)
+    return None
 
 def _activation(activation):
     if callable(activation): return activation
@@ -96,14 +110,14 @@ def mlp_prior_std(sizes,           # layer widths (n_0, ..., n_L)
     return np.concatenate(parts)
 
 def mlp_init(sizes,           # layer widths (n_0, ..., n_L)
-             rng,             # numpy Generator or int seed
+             rng,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
              weight_scale=1., # alpha_l (see `mlp_prior_std`)
              bias_scale=1.,   # beta_l (see `mlp_prior_std`)
-             n:int=None,      # number of independent draws; None gives a single vector
+             n_draws:int=None, # number of independent draws; None gives a single vector
             ) -> np.ndarray:
-    "Draw parameters from the Gaussian weight prior: shape (P,), or (n, P) when `n` is given."
+    "Draw parameters from the Gaussian weight prior: shape (P,), or (n_draws, P) when `n_draws` is given."
     std = mlp_prior_std(sizes, weight_scale, bias_scale)
-    shape = std.shape if n is None else (int(n),) + std.shape
+    shape = std.shape if n_draws is None else (check_count("n_draws", n_draws),) + std.shape
     return as_rng(rng).standard_normal(shape) * std
 
 def _unpack(params, sizes):
@@ -141,7 +155,7 @@ def mlp_apply(params,             # flat parameters (..., P); leading axes index
 # %% ../nbs/07_bnn.ipynb #b66bacf8
 def sample_prior_functions(x,                # inputs, shape (N,) or (N, 1)
                            n_functions:int,  # number of functions
-                           rng,              # numpy Generator or int seed
+                           rng,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                            hidden=(50,),     # hidden widths
                            activation="sigmoid", # nonlinearity
                            weight_scale=1.,  # alpha_l per layer
@@ -149,15 +163,16 @@ def sample_prior_functions(x,                # inputs, shape (N,) or (N, 1)
                           ) -> np.ndarray:
     "Draw networks from the weight prior and evaluate them at x; shape (n_functions, N)."
     X = _check_X(x)
-    sizes = (X.shape[1],) + tuple(int(h) for h in np.atleast_1d(hidden)) + (1,)
-    W = mlp_init(sizes, rng, weight_scale, bias_scale, n=n_functions)
+    sizes = (X.shape[1],) + _check_hidden(hidden) + (1,)
+    W = mlp_init(sizes, rng, weight_scale, bias_scale, n_draws=n_functions)
     return mlp_apply(W, X, sizes, activation)[..., 0]
 
 def fig_prior_functions(base=(5., 1., 1., 1.), # (alpha_1, beta_1, alpha_2, beta_2)
                         factor:float=5.,       # multiplier applied to one scale per panel
                         n_functions:int=6,     # functions per panel
                         hidden:int=10,         # sigmoid hidden units
-                        rng=0):           # random seed
+                        rng=0,                 # random generator or seed of the networks drawn (0: the book's figure)
+                       ):
     "Functions drawn from the prior of a one-hidden-layer sigmoid MLP as each prior scale is increased."
     x = np.linspace(-2, 2, 300)
     labels = [r"$\alpha_1$", r"$\beta_1$", r"$\alpha_2$", r"$\beta_2$"]
@@ -178,10 +193,10 @@ def toy_function(x): # inputs (any shape)
     return -(np.asarray(x, float) + 1.) * np.sin(3. * np.pi * np.asarray(x, float))
 
 def toy_regression_data(n:int,                # number of points
-                        rng,                  # numpy Generator or int seed
+                        rng,                  # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                         noise_std:float=0.3,  # observation noise sd
                         low:float=-1.0,       # lower end of the input range
-                        high:float=1.0,       # input range
+                        high:float=1.0,       # upper end of the input range
                        ) -> tuple:
     "Toy data set: x ~ U(low, high) sorted, y = toy_function(x) + N(0, noise_std^2); returns X (n, 1), y (n,)."
     n = check_count("n", n)
@@ -195,7 +210,7 @@ class Predictive(NamedTuple):
     "Posterior predictive at test inputs (moment-matched summary plus the draws behind it)."
     mean: np.ndarray       # (N,) predictive mean of y
     std: np.ndarray        # (N,) predictive sd of y: spread of f plus observation noise
-    f_samples: np.ndarray  # (S, N) draws of the network output f(x) under the approximate posterior
+    f_draws: np.ndarray    # (S, N) draws of the network output f(x) under the approximate posterior
     noise_std: np.ndarray  # (S,) observation noise sd paired with each draw
 
 def _predictive(f, noise):
@@ -232,7 +247,7 @@ def predictive_log_likelihood(y,    # observed targets (N,)
     y = check_finite("y", y)
     if y.shape != pred.mean.shape: raise ValueError(f"y must have shape {pred.mean.shape}, got {y.shape}")
     s = pred.noise_std[:, None]
-    lp = -0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * ((y - pred.f_samples) / s) ** 2
+    lp = -0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * ((y - pred.f_draws) / s) ** 2
     return float(np.mean(special.logsumexp(lp, axis=0) - np.log(lp.shape[0])))
 
 CALIBRATION_LEVELS = np.round(np.arange(0.05, 0.951, 0.05), 2)
@@ -245,8 +260,7 @@ def calibration(y,    # observed targets (N,)
     "Observed coverage of the central Gaussian intervals at each nominal level: (levels, coverage)."
     y, mean, std = check_finite("y", y), check_finite("mean", mean), check_positive("std", std)
     _same_shape(y=y, mean=mean, std=std)
-    levels = check_finite("levels", levels)
-    if np.any((levels <= 0) | (levels >= 1)): raise ValueError("levels must lie strictly between 0 and 1")
+    levels = check_probability("levels", levels)
     z = np.abs(y - mean) / std
     return levels, (z[None, :] <= stats.norm.ppf(0.5 + levels / 2)[:, None]).mean(axis=1)
 
@@ -302,17 +316,19 @@ class RegressionFit:
 
     def f(self,
           params,  # flat parameters (..., P)
-          X,       # flat parameters (..., P); inputs (N, d)
+          X,       # inputs (N, d)
          ):
         "Network output for one or many parameter vectors, shape (..., N)."
         return mlp_apply(params, X, self.sizes, self.activation)[..., 0]
 
-    def _sample_functions(self, X, n_samples, rng):
+    def _sample_functions(self, X, n_draws, rng):
         raise NotImplementedError
 
-    def predict(self, X,               # test inputs (N, d)
-                n_draws:int=100,     # function draws returned, (n_draws, N), by every method (see below)
-                rng=None):             # numpy Generator or seed (needed by sampling-based methods)
+    def predict(self,
+                X,                # test inputs (N, d)
+                n_draws:int=100,  # function draws returned, (n_draws, N), by every method (see below)
+                rng=None,         # random generator or seed (used by the sampling-based methods)
+               ) -> Predictive:
         """Predictive mean and sd at X, with the `n_draws` function draws behind them. Sampling methods draw them;
         MAP repeats its one function, and an ensemble uses its M members in turn (each n_draws // M times, the
         remaining n_draws % M members drawn at random), so its mean and sd are exact when M divides n_draws."""
@@ -327,22 +343,26 @@ class RegressionFit:
 def _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter, lr, batch_size):
     "Validate the arguments shared by every method; returns X, y, sizes, prior sd, noise sd, n_iter."
     X, y = _check_Xy(X, y)
-    try:
-        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
-    except (TypeError, ValueError):
-        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
-    sizes = _check_sizes((X.shape[1],) + hidden + (1,))
+    sizes = _check_sizes((X.shape[1],) + _check_hidden(hidden) + (1,))
     _activation(activation)
     prior_std = mlp_prior_std(sizes, weight_scale, bias_scale)
     check_positive("bias_scale", bias_scale)
     if noise_std is not None: noise_std = float(check_positive("noise_std", noise_std))
     n_iter = check_count("n_iter", n_iter)
     check_positive("lr", lr)
-    if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
-        raise ValueError(f"batch_size must be a positive integer or None, got {batch_size!r}")
+    if batch_size is not None: check_count("batch_size", batch_size)
     return X, y, sizes, prior_std, noise_std, int(n_iter)
 
 def _log_sigma0(y): return float(np.log(0.5 * np.std(y) + 1e-3))
+
+def _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std):
+    "Starting weights: a prior draw when `init` is None, else a finite copy of `init` of shape (P,)."
+    if init is None: return mlp_init(sizes, rng, weight_scale, bias_scale)
+    return check_shape("init", check_finite("init", init), prior_std.shape).copy()
+
+def _log_noise(th, noise_std):
+    "log sigma of the Gaussian noise: the fixed `noise_std`, or the trained entry th['log_sigma']."
+    return np.log(noise_std) if noise_std is not None else th["log_sigma"]
 
 class MAPFit(RegressionFit):
     "Posterior mode of the weights; predicts with N(f(x; theta_hat), sigma^2)."
@@ -351,13 +371,13 @@ class MAPFit(RegressionFit):
                  **kw,    # fields passed on to `RegressionFit`
                 ):
         super().__init__(**kw); self.params = params
-    def _sample_functions(self, X, n_samples, rng):
+    def _sample_functions(self, X, n_draws, rng):
         f = self.f(self.params, X)[None]
-        return np.repeat(f, n_samples, axis=0), np.full(n_samples, self.noise_std)
+        return np.repeat(f, n_draws, axis=0), np.full(n_draws, self.noise_std)
 
 def fit_map(X,                    # inputs, shape (N, d)
-            y,                    # inputs (N, d) and targets (N,)
-            rng=None,             # numpy Generator or seed (initialisation, minibatches)
+            y,                    # targets, shape (N,)
+            rng=None,             # random generator or seed (initialisation, minibatches)
             hidden=(50,),         # hidden layer widths
             activation='relu',    # nonlinearity
             weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
@@ -373,13 +393,11 @@ def fit_map(X,                    # inputs, shape (N, d)
     X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
                                                        noise_std, n_iter, lr, batch_size)
     rng, N = as_rng(rng), len(y)
-    w0 = mlp_init(sizes, rng, weight_scale, bias_scale) if init is None else check_finite("init", init).copy()
-    if w0.shape != prior_std.shape: raise ValueError(f"init must have shape {prior_std.shape}, got {w0.shape}")
+    w0 = _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std)
     theta = {"w": w0} if noise_std is not None else {"w": w0, "log_sigma": _log_sigma0(y)}
     batches = _batches(rng, N, batch_size, n_iter)
     def objective(th, t):
-        idx = batches[t][0]
-        ls = np.log(noise_std) if noise_std is not None else th["log_sigma"]
+        idx, ls = batches[t][0], _log_noise(th, noise_std)
         f = mlp_apply(th["w"], X[idx], sizes, activation)[:, 0]
         ll = anp.sum(_gauss_loglik(y[idx], f, ls)) * (N / len(idx))
         return (ll - 0.5 * anp.sum((th["w"] / prior_std) ** 2)) / N
@@ -394,10 +412,7 @@ def toy_model(hidden=(50,),        # hidden widths (any depth)
              ) -> dict:
     """The toy problem's model for any hidden layers: first layer alpha_1 = beta_1 = `first_scale`, hidden-to-hidden
     layers alpha = sqrt(2) (He: keeps the scale of ReLU activations), beta = 1, output layer alpha = 2, beta = 1."""
-    try:
-        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
-    except (TypeError, ValueError):
-        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
+    hidden = _check_hidden(hidden)
     check_positive("first_scale", first_scale)
     mid = len(hidden) - 1 if hidden else 0
     if not hidden: return dict(hidden=(), activation="relu", weight_scale=2., bias_scale=1., noise_std=0.3)
@@ -438,9 +453,9 @@ class BBBFit(RegressionFit):
                  **kw,   # fields passed on to `RegressionFit`
                 ):
         super().__init__(**kw); self.mu, self.sigma = mu, sigma
-    def _sample_functions(self, X, n_samples, rng):
-        w = self.mu + self.sigma * as_rng(rng).standard_normal((n_samples, self.mu.size))
-        return self.f(w, X), np.full(n_samples, self.noise_std)
+    def _sample_functions(self, X, n_draws, rng):
+        w = self.mu + self.sigma * as_rng(rng).standard_normal((n_draws, self.mu.size))
+        return self.f(w, X), np.full(n_draws, self.noise_std)
 
 def bayes_by_backprop(X,                    # inputs, shape (N, d)
                       y,                    # targets, shape (N,)
@@ -469,12 +484,11 @@ def bayes_by_backprop(X,                    # inputs, shape (N, d)
     rng, N = as_rng(rng), len(y)
     batches = _batches(rng, N, batch_size, n_iter)
     pis = kl_weights(batches[0][2], kl_scheme)
-    mu0 = mlp_init(sizes, rng, weight_scale, bias_scale) if init is None else check_finite("init", init).copy()
+    mu0 = _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std)
     theta = {"mu": mu0, "rho": _softplus_inv(init_std * prior_std)}
     if noise_std is None: theta["log_sigma"] = _log_sigma0(y)
     def objective(th, t):
-        idx, j, M = batches[t]
-        ls = np.log(noise_std) if noise_std is not None else th["log_sigma"]
+        (idx, j, M), ls = batches[t], _log_noise(th, noise_std)
         sig = _softplus(th["rho"])
         eps = rng.standard_normal((int(n_mc), sig.shape[0]))   # constants for autograd
         f = mlp_apply(th["mu"] + sig * eps, X[idx], sizes, activation)[..., 0]       # (T, |B|)
@@ -495,14 +509,15 @@ class DropoutFit(RegressionFit):
                 ):
         super().__init__(**kw); self.params, self.keep = params, keep
     def masks(self,
-              rng,   # numpy Generator
-              lead,  # numpy Generator; leading shape of each mask, e.g. (S, 1)
-             ):
+              rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+              lead,  # leading shape of each mask, e.g. (S, 1)
+             ) -> list:
         "Bernoulli(keep) masks, one array per hidden layer, shaped lead + (width,)."
+        rng = as_rng(rng)
         return [(rng.random(tuple(lead) + (h,)) < self.keep).astype(float) for h in self.sizes[1:-1]]
-    def _sample_functions(self, X, n_samples, rng):
-        m = self.masks(as_rng(rng), (n_samples, 1))          # one mask per draw, shared over inputs
-        return mlp_apply(self.params, X, self.sizes, self.activation, masks=m)[..., 0], np.full(n_samples, self.noise_std)
+    def _sample_functions(self, X, n_draws, rng):
+        m = self.masks(as_rng(rng), (n_draws, 1))          # one mask per draw, shared over inputs
+        return mlp_apply(self.params, X, self.sizes, self.activation, masks=m)[..., 0], np.full(n_draws, self.noise_std)
 
 def mc_dropout(X,                    # inputs, shape (N, d)
                y,                    # targets, shape (N,)
@@ -531,14 +546,13 @@ def mc_dropout(X,                    # inputs, shape (N, d)
     for l, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         if l > 0: decay[i:i + n_in * n_out] *= keep
         i += n_in * n_out + n_out
-    w0 = mlp_init(sizes, rng, weight_scale, bias_scale) if init is None else check_finite("init", init).copy()
+    w0 = _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std)
     theta = {"w": w0} if noise_std is not None else {"w": w0, "log_sigma": _log_sigma0(y)}
     batches = _batches(rng, N, batch_size, n_iter)
     fit = DropoutFit(w0, keep, sizes=sizes, activation=activation, prior_std=prior_std, noise_std=noise_std,
                      trace=None, method=f"MC dropout (p={p_drop:g})")
     def objective(th, t):
-        idx = batches[t][0]
-        ls = np.log(noise_std) if noise_std is not None else th["log_sigma"]
+        idx, ls = batches[t][0], _log_noise(th, noise_std)
         m = fit.masks(rng, (int(n_mc), len(idx)))        # one mask per data point, as in training with dropout
         f = mlp_apply(th["w"], X[idx], sizes, activation, masks=m)[..., 0]
         ll = anp.mean(anp.sum(_gauss_loglik(y[idx], f, ls), axis=-1)) * (N / len(idx))
@@ -556,10 +570,10 @@ class EnsembleFit(RegressionFit):
                  **kw,    # fields passed on to `RegressionFit`
                 ):
         super().__init__(**kw); self.params = params
-    def _sample_functions(self, X, n_samples, rng):
+    def _sample_functions(self, X, n_draws, rng):
         M = len(self.params)
-        idx = np.tile(np.arange(M), n_samples // M)
-        if n_samples % M: idx = np.r_[idx, np.sort(as_rng(rng).choice(M, n_samples % M, replace=False))]
+        idx = np.tile(np.arange(M), n_draws // M)
+        if n_draws % M: idx = np.r_[idx, np.sort(as_rng(rng).choice(M, n_draws % M, replace=False))]
         return self.f(self.params, X)[idx], np.broadcast_to(self.noise_std, (M,))[idx].copy()
 
 def deep_ensemble(X,                    # inputs, shape (N, d)
@@ -584,7 +598,7 @@ def deep_ensemble(X,                    # inputs, shape (N, d)
     if anchored and noise_std is None:
         raise ValueError("anchored=True needs a fixed noise_std (the targets are perturbed with it)")
     rng, N, M = as_rng(rng), len(y), int(n_members)
-    w0 = mlp_init(sizes, rng, weight_scale, bias_scale, n=M)
+    w0 = mlp_init(sizes, rng, weight_scale, bias_scale, n_draws=M)
     anchor = w0.copy() if anchored else 0.
     Y = y + noise_std * rng.standard_normal((M, N)) if anchored else np.broadcast_to(y, (M, N))
     theta = {"w": w0} if noise_std is not None else {"w": w0, "log_sigma": np.full(M, _log_sigma0(y))}
@@ -629,10 +643,10 @@ class LaplaceFit(RegressionFit):
         return jacobian_rows(fn, self.params[P - K:], X)
 
     def predict(self,
-                X,                  # inputs, shape (N, d)
+                X,                # inputs, shape (N, d)
                 n_draws:int=100,  # function draws returned
-                rng=None,           # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-               ):
+                rng=None,         # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               ) -> Predictive:
         "Exact linearised predictive mean and sd at X, plus n_draws function draws."
         X = _check_X(X, self.sizes[0])
         n_draws = check_count("n_draws", n_draws)
@@ -645,9 +659,9 @@ class LaplaceFit(RegressionFit):
         return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_draws), self.noise_std))
 
 def laplace_ggn(X,                # training inputs (N, d)
-                y,                # training inputs (N, d) and targets (N,)
+                y,                # training targets (N,)
                 fit:MAPFit=None,  # a MAP fit to expand around; None fits one with **map_kwargs
-                rng=None,         # numpy Generator or seed (only used to fit the MAP)
+                rng=None,         # random generator or seed (only used to fit the MAP)
                 subset='all',     # "all" (full GGN) or "last_layer"
                 **map_kwargs,     # passed to `fit_map` when fit is None
                ):
@@ -687,19 +701,28 @@ class ToyComparison(NamedTuple):
     seconds: dict       # method name -> CPU seconds of the fit
 
 def toy_comparison(n_train:int=20,  # training points
-                   seed:int=0,      # seed of the fits (the algorithms' random numbers)
+                   rng=0,           # random generator or seed of the fits (the algorithms' random numbers)
                    hidden:int=50,   # hidden units of the one-hidden-layer network
-                   nuts:bool=False, # add NUTS: the stored reference (`nuts_reference`) for 20 points of data seed 0 and
-                                    # 10 hidden units, else a short `NUTS_RUN`
-                   data_rng=0, # seed of the training data (the book's worked example: 0)
+                   nuts:bool=False, # add NUTS: the stored reference for the book's example (see below), else `NUTS_RUN`
+                   data_rng=0,      # random generator or seed of the training data (the book's worked example: 0)
                   ) -> ToyComparison:
-    "Fit MAP, BBB, MC dropout, (anchored) ensembles, Laplace (last layer, full GGN) and optionally NUTS to toy data (cached)."
-    return _toy_comparison(int(n_train), int(seed), int(hidden), bool(nuts), int(data_rng))
+    """Fit MAP, BBB, MC dropout, (anchored) ensembles, Laplace (last layer, full GGN) and optionally NUTS to toy data.
+    For int seeds `rng` and `data_rng` the fits are cached (the chapter's figures and tables share them). NUTS is the
+    stored reference (`nuts_reference`) for the book's example: 20 points of data seed 0 and 10 hidden units."""
+    n_train, hidden = check_count("n_train", n_train), check_count("hidden", hidden)
+    if _int_seed(rng) is not None and _int_seed(data_rng) is not None:
+        return _toy_comparison_cached(n_train, _int_seed(rng), hidden, bool(nuts), _int_seed(data_rng))
+    return _toy_comparison(n_train, rng, hidden, bool(nuts), data_rng)
 
 @functools.lru_cache(maxsize=6)
-def _toy_comparison(n_train, seed, hidden, nuts, data_seed):
-    X, y = toy_regression_data(n_train, data_seed)
-    seeds = np.random.SeedSequence(seed).generate_state(8)
+def _toy_comparison_cached(n_train, rng, hidden, nuts, data_rng):
+    return _toy_comparison(n_train, rng, hidden, nuts, data_rng)
+
+def _toy_comparison(n_train, rng, hidden, nuts, data_rng):
+    X, y = toy_regression_data(n_train, data_rng)
+    # one seed per fit: from the seed sequence of an int (or None, SeedSequence) seed, or drawn from a Generator
+    seeds = (rng.integers(2**32, size=8) if isinstance(rng, np.random.Generator)
+             else as_rng(rng).bit_generator.seed_seq.generate_state(8))
     model = toy_model((hidden,))
     kw = dict(**model, **TOY_TRAIN, batch_size=None if n_train <= 100 else 100)
     fits, secs = {}, {}
@@ -712,7 +735,7 @@ def _toy_comparison(n_train, seed, hidden, nuts, data_seed):
     timed("anchored ensemble", lambda: deep_ensemble(X, y, rng=int(seeds[4]), anchored=True, **kw))
     timed("Laplace (last layer)", lambda: laplace_last_layer(X, y, fit=fits["MAP"]))
     timed("Laplace (full GGN)", lambda: laplace_ggn(X, y, fit=fits["MAP"], subset="all"))
-    if nuts and (n_train, data_seed, hidden) == (20, 0, 10):   # the book's comparison: the stored reference
+    if nuts and (n_train, _int_seed(data_rng), hidden) == (20, 0, 10):   # the book's comparison: the stored reference
         fits["NUTS"] = nuts_reference()
         secs["NUTS"] = fits["NUTS"].result.provenance["cpu_seconds"]
     elif nuts:
@@ -721,11 +744,12 @@ def _toy_comparison(n_train, seed, hidden, nuts, data_seed):
 
 def _band(ax, x, pred, color, n_lines=3):
     ax.fill_between(x, pred.mean - 2 * pred.std, pred.mean + 2 * pred.std, color=color, alpha=0.25, lw=0)
-    ax.plot(x, pred.f_samples[:n_lines].T, color=color, lw=0.6, alpha=0.8)
+    ax.plot(x, pred.f_draws[:n_lines].T, color=color, lw=0.6, alpha=0.8)
     ax.plot(x, pred.mean, color=color, lw=1.8)
 
 def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
-                       rng=0):     # seed of the fits (`toy_comparison`)
+                       rng=0,          # random generator or seed of the fits (`toy_comparison`)
+                      ):
     "Predictive mean, +-2 sd band and three function draws of every method on the toy problem."
     tc = toy_comparison(n_train, rng)
     x = np.linspace(-2, 2, 300)
@@ -743,16 +767,16 @@ def fig_toy_predictive(n_train:int=20, # training points (20 or 400 in the book)
     return fig
 
 def toy_metrics(n_train:int=20,     # as in `toy_comparison`
-                rng=0,         # as in `toy_comparison`
+                rng=0,              # as in `toy_comparison` (also drives the predictive draws)
                 n_test:int=1000,    # test points from the data range
-                n_draws:int=200,  # predictive draws
+                n_mc:int=200,       # predictive draws per method behind the test log-likelihood and intervals
                ) -> dict:
     "RMSE, test log-likelihood, calibration error and fit seconds of every toy method (dict of dicts)."
     tc = toy_comparison(n_train, rng)
     Xt, yt = toy_regression_data(n_test, 10_000)     # a fixed test set
     out = {}
     for name, fit in tc.fits.items():
-        p = fit.predict(Xt, n_draws=n_draws, rng=rng)
+        p = fit.predict(Xt, n_draws=n_mc, rng=rng)
         out[name] = dict(rmse=rmse(yt, p.mean), loglik=predictive_log_likelihood(yt, p),
                          cal_error=calibration_error(yt, p.mean, p.std), seconds=tc.seconds[name])
     return out
@@ -767,7 +791,7 @@ def format_table(rows:dict,      # row name -> dict of column -> value (a float 
     return "\n".join(lines)
 
 # %% ../nbs/07_bnn.ipynb #608a51af
-def fig_calibration(rng=0,       # seed of the fits (`toy_comparison`)
+def fig_calibration(rng=0,            # random generator or seed of the fits (`toy_comparison`)
                     n_test:int=1000,  # test points
                    ):
     "Reliability diagrams (observed vs nominal coverage of central intervals) of every toy method."
@@ -794,9 +818,9 @@ class SamplesFit(RegressionFit):
                  **kw,         # fields passed on to `RegressionFit`
                 ):
         super().__init__(**kw); self.draws, self.result = draws, result
-    def _sample_functions(self, X, n_samples, rng):
+    def _sample_functions(self, X, n_draws, rng):
         flat = self.draws.reshape(-1, self.draws.shape[-1])
-        take = np.linspace(0, len(flat) - 1, min(n_samples, len(flat))).round().astype(int)   # evenly thinned
+        take = np.linspace(0, len(flat) - 1, min(n_draws, len(flat))).round().astype(int)   # evenly thinned
         return self.f(flat[take], X), np.full(len(take), self.noise_std)
     def function_draws(self, X): # inputs (N, d)
         "Network outputs of every draw, shape (chain, draw, N)."
@@ -812,7 +836,7 @@ def regression_target(X,           # inputs, shape (N, d)
                       sizes,       # layer widths (d, h_1, ..., 1)
                       activation,  # nonlinearity
                       prior_std,   # prior sd of every parameter (P,)
-                      noise_std,   # data, network, prior sds, noise sd
+                      noise_std,   # fixed observation noise sd
                      ):
     "Batched `bayesnotes.targets.Target` of the BNN regression posterior in whitened weights eta = theta / prior_std."
     from bayesnotes.targets import Target
@@ -832,7 +856,7 @@ def nuts_regression(X,                    # inputs, shape (N, d)
                     noise_std:float=0.3,  # fixed noise sd
                     n_chains:int=8,       # number of chains
                     n_warmup:int=150,     # warm-up iterations per chain
-                    n_draws:int=100,      # run length
+                    n_draws:int=100,      # draws kept per chain
                     max_depth:int=7,      # maximum NUTS tree depth (at most 2^max_depth - 1 leapfrog steps)
                     init=None,            # starting weights (n_chains, P); default: anchored-ensemble members
                     progress:bool=False,  # show a progress bar
@@ -848,9 +872,7 @@ def nuts_regression(X,                    # inputs, shape (N, d)
         init = deep_ensemble(X, y, rng=rng, n_members=n_chains, hidden=hidden, activation=activation,
                              weight_scale=weight_scale, bias_scale=bias_scale, noise_std=noise_std,
                              anchored=True, n_iter=500, lr=2e-2).params
-    init = check_finite("init", init)
-    if init.shape != (n_chains, prior_std.size):
-        raise ValueError(f"init must have shape ({n_chains}, {prior_std.size}), got {init.shape}")
+    init = check_shape("init", check_finite("init", init), (n_chains, prior_std.size))
     target = regression_target(X, y, sizes, activation, prior_std, noise_std)
     with blas_threads():
         res = sample("nuts", target, x0=init / prior_std, n_warmup=n_warmup, n_draws=n_draws, n_chains=n_chains,
@@ -858,7 +880,7 @@ def nuts_regression(X,                    # inputs, shape (N, d)
     return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=activation, prior_std=prior_std,
                       noise_std=noise_std, trace=None, method="NUTS")
 
-def nuts_distances(rng=0,      # seed of the fits (`toy_comparison`)
+def nuts_distances(rng=0,          # random generator or seed of the fits (`toy_comparison`) and their draws
                    n_grid:int=81,   # grid points on [-2, 2]
                    reference=None,  # NUTS fit to compare with; default: the one of `toy_comparison` (stored)
                   ) -> dict:
@@ -869,13 +891,14 @@ def nuts_distances(rng=0,      # seed of the fits (`toy_comparison`)
     out = {}
     for name, fit in tc.fits.items():
         if name == "NUTS": continue
-        f = fit.predict(x[:, None], 400, rng=rng).f_samples
+        f = fit.predict(x[:, None], 400, rng=rng).f_draws
         w = np.array([stats.wasserstein_distance(f[:, i], ref[:, i]) for i in range(n_grid)])
         out[name] = {"W1 inside data": float(w[inside].mean()), "W1 outside data": float(w[~inside].mean())}
     return out
 
-def fig_nuts_reference(rng=0,     # seed of the fits (`toy_comparison`)
-                       reference=None): # NUTS fit to draw; default: the one of `toy_comparison` (stored)
+def fig_nuts_reference(rng=0,         # random generator or seed of the fits (`toy_comparison`) and their draws
+                       reference=None, # NUTS fit to draw; default: the one of `toy_comparison` (stored)
+                      ):
     "Each approximation (blue) against the NUTS reference (grey band) on the 10-unit network, 20 toy points."
     tc = toy_comparison(20, rng, hidden=10, nuts=reference is None)
     x = np.linspace(-2, 2, 300)
@@ -888,7 +911,7 @@ def fig_nuts_reference(rng=0,     # seed of the fits (`toy_comparison`)
         if name != "NUTS":
             _band(ax, x, tc.fits[name].predict(x[:, None], 200, rng=rng), COLORS[0], n_lines=0)
         else:
-            ax.plot(x, ref.f_samples[::160].T, color="0.3", lw=0.6)
+            ax.plot(x, ref.f_draws[::160].T, color="0.3", lw=0.6)
         ax.plot(tc.X[:, 0], tc.y, "k.", ms=5); ax.set_title(name, fontsize=10); ax.set_ylim(-5, 5)
     fig.suptitle("10 hidden units, 20 points: grey = NUTS mean +- 2 sd, blue = approximation")
     return fig
@@ -1015,13 +1038,13 @@ class BenchmarkResult(NamedTuple):
                     "test log-lik": (float(self.loglik[i].mean()), se(self.loglik[i])),
                     "CPU s / fit": float(self.seconds[i].mean())} for i, m in enumerate(self.methods)}
 
-def regression_benchmark(X,                        # full data set (n, d)
-                         y,                        # (n,)
+def regression_benchmark(X,                        # inputs of the full data set (n, d)
+                         y,                        # targets (n,)
                          methods:dict=None,        # name -> f(X, y, rng) -> fit; default `benchmark_methods()`
                          n_splits:int=5,           # random train/test splits
                          test_fraction:float=0.1,  # share of points held out
-                         rng=None,                 # numpy Generator or seed
-                         n_draws:int=100,        # predictive draws for the test log-likelihood
+                         rng=None,                 # random generator or seed (splits, fits, predictive draws)
+                         n_mc:int=100,             # predictive draws behind each test log-likelihood
                          progress:bool=False,      # show a progress bar
                         ) -> BenchmarkResult:
     "RMSE and test log-likelihood of each method over repeated random splits (standardised on the training part)."
@@ -1029,7 +1052,7 @@ def regression_benchmark(X,                        # full data set (n, d)
     methods = benchmark_methods() if methods is None else dict(methods)
     if not methods: raise ValueError("methods must name at least one method")
     n_splits = check_count("n_splits", n_splits)
-    if not 0 < test_fraction < 1: raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
+    check_probability("test_fraction", test_fraction)
     rng, n = as_rng(rng), len(y)
     n_test = max(1, int(round(test_fraction * n))); n_train = n - n_test
     if n_train < 2: raise ValueError("test_fraction leaves fewer than two training points")
@@ -1042,17 +1065,19 @@ def regression_benchmark(X,                        # full data set (n, d)
         for i, fn in enumerate(methods.values()):
             seed = int(rng.integers(2**31))
             t = time.process_time(); fit = fn(Xtr, ytr, seed); T[i, j] = time.process_time() - t
-            p = fit.predict(Xte, n_draws, rng=seed)
-            p = Predictive(my + sy * p.mean, sy * p.std, my + sy * p.f_samples, sy * p.noise_std)
+            p = fit.predict(Xte, n_mc, rng=seed)
+            p = Predictive(my + sy * p.mean, sy * p.std, my + sy * p.f_draws, sy * p.noise_std)
             R[i, j], LL[i, j] = rmse(y[te], p.mean), predictive_log_likelihood(y[te], p)
     return BenchmarkResult(list(methods), R, LL, T, n_train, n_test)
 
 # %% ../nbs/07_bnn.ipynb #9e60fd50
 def explore_uncertainty(n_train:int=20,         # toy training points
                         weight_scale:float=4.,  # first-layer prior scale alpha_1 = beta_1
-                        rng=0):            # data and fit seed
+                        rng=0,                  # random generator or seed of the fit and its predictive draws
+                        data_rng=0,             # random generator or seed of the toy data
+                       ):
     "Predictive band of MAP + full-GGN Laplace on the toy problem for a given data size and prior scale."
-    X, y = toy_regression_data(n_train, rng)
+    X, y = toy_regression_data(n_train, data_rng)
     kw = toy_model(first_scale=weight_scale)
     fit = fit_map(X, y, rng=rng, n_iter=800, lr=2e-2, batch_size=None if n_train <= 100 else 100, **kw)
     x = np.linspace(-2, 2, 300)

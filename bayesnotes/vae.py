@@ -15,12 +15,12 @@ import autograd.numpy as anp
 from autograd import value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .utils import as_rng, check_count, check_finite, check_positive
+from .utils import as_rng, check_count, check_finite, check_positive, check_probability
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
 from .datasets import load_digits01
 from .utils import track
-from .bnn import mlp_init, mlp_apply
+from .bnn import mlp_init, mlp_apply, _check_hidden, _int_seed
 from .utils import blas_threads
 
 # %% auto #0
@@ -37,16 +37,16 @@ class DigitsSplit(NamedTuple):
     y_train: np.ndarray  # (n_train,) digit labels 0-9
     y_test: np.ndarray   # (n_test,)
 
-def digits_data(rng=0,              # seed of the random split
+def digits_data(rng=0,                   # random generator or seed of the split (0: the chapter's split)
                 test_fraction:float=0.2, # share of images held out
                 threshold:float=0.5,     # binarisation threshold on intensities in [0, 1]
                ) -> DigitsSplit:
     "scikit-learn's 8x8 digits, binarised at `threshold` and split at random into train and test sets."
-    if not 0 < test_fraction < 1: raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
-    if not 0 < threshold < 1: raise ValueError(f"threshold must lie in (0, 1), got {threshold}")
+    check_probability("test_fraction", test_fraction)
+    check_probability("threshold", threshold)
     X, labels = load_digits01()
     Xb = (X > threshold).astype(float)
-    perm = np.random.default_rng(rng).permutation(len(X))
+    perm = as_rng(rng).permutation(len(X))
     n_test = int(round(test_fraction * len(X)))
     te, tr = perm[:n_test], perm[n_test:]
     return DigitsSplit(Xb[tr], Xb[te], labels[tr], labels[te])
@@ -54,7 +54,7 @@ def digits_data(rng=0,              # seed of the random split
 def show_images(axes,           # matplotlib axes (any shape)
                 images,         # flattened images (n, side*side)
                 side:int=8,     # image side in pixels
-                cmap='gray_r',  # axes (any shape), images (n, side*side)
+                cmap='gray_r',  # matplotlib colour map
                ):
     "Draw flattened square images into a grid of axes, hiding ticks."
     for ax, img in zip(np.ravel(axes), images):
@@ -76,7 +76,7 @@ def kl_std_normal(mu,        # means (..., d)
 
 def log_normal_diag(z,          # points (..., d)
                     mu,         # means (..., d), broadcasting
-                    log_sigma,  # points, means, log sds (..., d), broadcasting
+                    log_sigma,  # log standard deviations (..., d), broadcasting
                    ):
     "log N(z | mu, diag sigma^2) summed over the last axis."
     return anp.sum(-0.5 * np.log(2 * np.pi) - log_sigma - 0.5 * ((z - mu) / anp.exp(log_sigma)) ** 2, axis=-1)
@@ -90,15 +90,13 @@ def _zero_biases(w, sizes):
 
 class VAE:
     "Variational autoencoder: diagonal-Gaussian encoder q(z|x) and Bernoulli decoder p(x|z), both MLPs."
-    def __init__(self, latent_dim:int=2,  # dimension d of z
-                 hidden=(128,),           # hidden widths of the encoder (the decoder mirrors them)
-                 activation="relu"):      # hidden nonlinearity
+    def __init__(self,
+                 latent_dim:int=2,   # dimension d of z
+                 hidden=(128,),      # hidden widths of the encoder (the decoder mirrors them)
+                 activation="relu",  # hidden nonlinearity
+                ):
         latent_dim = check_count("latent_dim", latent_dim)
-        try:
-            self.hidden = tuple(int(h) for h in np.atleast_1d(hidden))
-        except (TypeError, ValueError):
-            raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
-        if any(h < 1 for h in self.hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
+        self.hidden = _check_hidden(hidden)
         self.latent_dim, self.activation = int(latent_dim), activation
         self.params, self.data_dim, self.history, self._adam = None, None, {}, None
 
@@ -144,16 +142,18 @@ class VAE:
         return X
 
     # ---- training
-    def fit(self, X,                   # training images (n, D) in [0, 1] (binary for a proper likelihood)
+    def fit(self,
+            X,                         # training images (n, D) in [0, 1] (binary for a proper likelihood)
             epochs:int=60,             # passes over the data
             batch_size:int=128,        # minibatch size
             lr:float=1e-2,             # Adam step size
-            rng=None,                  # numpy Generator or seed (initialisation, shuffling, eps)
+            rng=None,                  # random generator or seed (initialisation, shuffling, eps)
             beta:float=1.,             # weight of the KL term (1: the ELBO; 0: an autoencoder)
             warmup_epochs:int=0,       # KL annealing: epoch e (from 0) of this call uses beta * min(1, (e + 1) / warmup_epochs)
             X_val=None,                # optional held-out images; the test ELBO is recorded every epoch
             progress:bool=False,       # show a progress bar
-            restart:bool=False):       # start afresh (new weights, optimiser and history) even if already trained
+            restart:bool=False,        # start afresh (new weights, optimiser and history) even if already trained
+           ):
         """Maximise the (beta-weighted) ELBO with Adam on minibatches; returns self with `history` filled in.
         Calling `fit` again continues training: the weights, the Adam moments and step count, and the history
         (epochs keep counting) all carry on, as if the epochs had been asked for in one call. Use `restart=True`,
@@ -163,8 +163,7 @@ class VAE:
         epochs = check_count("epochs", epochs)
         batch_size = check_count("batch_size", batch_size)
         check_positive("lr", lr); check_positive("beta", beta, strict=False)
-        if int(warmup_epochs) != warmup_epochs or warmup_epochs < 0:
-            raise ValueError(f"warmup_epochs must be a non-negative integer, got {warmup_epochs!r}")
+        warmup_epochs = check_count("warmup_epochs", warmup_epochs, minimum=0)
         if restart: self.params, self.data_dim, self._adam, self.history = None, None, None, None
         if self.params is None: self._init(X.shape[1], rng, X.mean(0))
         if X_val is not None: X_val = self._check_X(X_val, "X_val")
@@ -200,20 +199,28 @@ class VAE:
         return self
 
     # ---- evaluation
-    def elbo(self, X,             # images (n, D)
-             n_mc:int=1,     # Monte Carlo draws of z per image
-             rng=None):           # numpy Generator or seed
+    def elbo(self,
+             X,           # images (n, D)
+             n_mc:int=1,  # Monte Carlo draws of z per image
+             rng=None,    # random generator or seed
+            ) -> float:
         "Average ELBO per image (nats): Monte Carlo reconstruction term minus the closed-form KL."
+        rec, kl = self._mc_terms(X, n_mc, rng)
+        return float(np.mean(rec - kl))
+
+    def _mc_terms(self, X, n_mc, rng):
+        "Per-image reconstruction term (averaged over n_mc draws of z) and KL of the trained model, inputs checked."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         n_mc = check_count("n_mc", n_mc)
         with blas_threads():
-            rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_mc), X.shape[0], self.latent_dim)))
-        return float(np.mean(rec - kl))
+            return self._elbo_terms(self.params, X, rng.standard_normal((n_mc, X.shape[0], self.latent_dim)))
 
-    def log_weights(self, X,      # images (n, D)
-                    K:int,        # importance samples per image
-                    rng=None,     # numpy Generator or seed
-                    chunk:int=64):# samples processed at once (memory)
+    def log_weights(self,
+                    X,             # images (n, D)
+                    K:int,         # importance samples per image
+                    rng=None,      # random generator or seed
+                    chunk:int=64,  # samples processed at once (memory)
+                   ) -> np.ndarray:
         "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x); shape (K, n)."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         K = check_count("K", K)
@@ -227,19 +234,19 @@ class VAE:
         return np.concatenate(out, axis=0)
 
     def iwae_per_image(self,
-                       X,         # images (n, 64) in [0, 1]
+                       X,         # images (n, D) in [0, 1]
                        K:int=50,  # importance samples per image
-                       rng=None,  # images (n, D); importance samples; Generator or seed
-                      ):
+                       rng=None,  # random generator or seed
+                      ) -> np.ndarray:
         "Importance-weighted bound log (1/K) sum_k w_k for every image, shape (n,)."
         lw = self.log_weights(X, K, rng)
         return special.logsumexp(lw, axis=0) - np.log(lw.shape[0])
 
     def iwae(self,
-             X,         # images (n, 64) in [0, 1]
-             K:int=50,  # importance samples per image
-             rng=None,  # images (n, D); importance samples; Generator or seed
-            ):
+             X,         # images (n, D) in [0, 1]
+             K:int=50,  # importance samples inside the log, per image
+             rng=None,  # random generator or seed
+            ) -> float:
         "Average importance-weighted bound (nats per image); K = 1 is an ELBO estimate, K -> inf gives log p(x)."
         return float(np.mean(self.iwae_per_image(X, K, rng)))
 
@@ -257,13 +264,15 @@ class VAE:
             raise ValueError(f"Z must have shape (n, {self.latent_dim}), got {Z.shape}")
         return special.expit(self._logits(self.params, Z))
 
-    def sample(self, n:int,             # number of images
-               rng=None,                # numpy Generator or seed
-               binary:bool=False):      # draw Bernoulli pixels instead of returning probabilities
-        "Generate images: z ~ N(0, I), then pixel probabilities (or Bernoulli pixels); shape (n, D)."
+    def sample(self,
+               n_draws:int,        # number of images generated
+               rng=None,           # random generator or seed
+               binary:bool=False,  # draw Bernoulli pixels instead of returning probabilities
+              ) -> np.ndarray:
+        "Generate images: z ~ N(0, I), then pixel probabilities (or Bernoulli pixels); shape (n_draws, D)."
         self._check_fitted(); rng = as_rng(rng)
-        n = check_count("n", n)
-        p = self.decode(rng.standard_normal((int(n), self.latent_dim)))
+        n_draws = check_count("n_draws", n_draws)
+        p = self.decode(rng.standard_normal((n_draws, self.latent_dim)))
         return (rng.random(p.shape) < p).astype(float) if binary else p
 
     def reconstruct(self, X): # images (n, D)
@@ -271,14 +280,12 @@ class VAE:
         return self.decode(self.encode(X)[0])
 
     def rate_distortion(self,
-                        X,                # images (n, 64) in [0, 1]
+                        X,           # images (n, D) in [0, 1]
                         n_mc:int=1,  # Monte Carlo draws of z per image
-                        rng=None,         # images; draws of z per image; Generator or seed
-                       ):
+                        rng=None,    # random generator or seed
+                       ) -> tuple:
         "Rate E KL(q(z|x) || p(z)) and distortion -E_q log p(x|z), nats per image (ELBO = -(rate + distortion))."
-        self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        with blas_threads():
-            rec, kl = self._elbo_terms(self.params, X, rng.standard_normal((int(n_mc), X.shape[0], self.latent_dim)))
+        rec, kl = self._mc_terms(X, n_mc, rng)
         return float(np.mean(kl)), float(-np.mean(rec))
 
     def kl_per_dim(self, X): # images (n, D)
@@ -287,8 +294,8 @@ class VAE:
         return np.mean(0.5 * (mu ** 2 + sig ** 2 - 1.) - np.log(sig), axis=0)
 
     def active_units(self,
-                     X,                     # images (n, 64) in [0, 1]
-                     threshold:float=0.01,  # images; variance threshold
+                     X,                     # images (n, D) in [0, 1]
+                     threshold:float=0.01,  # variance of the encoder mean above which a coordinate is active
                     ):
         "Number of latent coordinates whose encoder mean varies across images (variance above threshold)."
         return int(np.sum(np.var(self.encode(X)[0], axis=0) > threshold))
@@ -296,28 +303,30 @@ class VAE:
 # %% ../nbs/08_vae.ipynb #a40d73c4
 VAE_TRAIN = dict(epochs=60, batch_size=128, lr=1e-2)
 
-@functools.lru_cache(maxsize=16)
-def _trained_vae(latent_dim, beta, warmup_epochs, epochs, seed):
-    data = digits_data()      # the chapter's fixed split: `seed` drives only the initialisation and the training
+def _train_vae(latent_dim, beta, warmup_epochs, epochs, rng):
+    data = digits_data()      # the chapter's fixed split: `rng` drives only the initialisation and the training
     return VAE(latent_dim, (128,)).fit(data.X_train, epochs=epochs, batch_size=VAE_TRAIN["batch_size"],
-                                       lr=VAE_TRAIN["lr"], rng=seed, beta=beta, warmup_epochs=warmup_epochs,
+                                       lr=VAE_TRAIN["lr"], rng=rng, beta=beta, warmup_epochs=warmup_epochs,
                                        X_val=data.X_test)
+
+_trained_vae = functools.lru_cache(maxsize=16)(_train_vae)   # the cache: int seeds only
 
 def trained_vae(latent_dim:int=2,     # dimension of z
                 beta:float=1.0,       # KL weight (0: autoencoder)
                 warmup_epochs:int=0,  # KL annealing epochs
-                epochs:int=None,      # default VAE_TRAIN["epochs"]
-                rng=0,           # initialisation and training seed (the split is `digits_data()`)
+                epochs:int=None,      # passes over the data; default VAE_TRAIN["epochs"]
+                rng=0,                # random generator or seed of the initialisation and training (not of the split)
                ) -> VAE:
-    """A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings. The training is cached;
-    each call returns a copy of the cached model, so training it further or changing it leaves the cache (and
-    every figure of the chapter) as it was."""
+    """A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings. For an int seed `rng` the
+    training is cached and each call returns a copy of the cached model, so training it further or changing it leaves
+    the cache (and every figure of the chapter) as it was; a Generator, SeedSequence or None trains afresh."""
     import copy
-    return copy.deepcopy(_trained_vae(int(latent_dim), float(beta), int(warmup_epochs),
-                                      int(epochs or VAE_TRAIN["epochs"]), int(rng)))
+    args = (int(latent_dim), float(beta), int(warmup_epochs), int(epochs or VAE_TRAIN["epochs"]))
+    if _int_seed(rng) is None: return _train_vae(*args, rng)
+    return copy.deepcopy(_trained_vae(*args, _int_seed(rng)))
 
 def fig_learning_curve(latent_dim:int=2,  # latent dimension
-                       rng=0,        # seed of `trained_vae`
+                       rng=0,             # random generator or seed of `trained_vae`
                       ):
     "Training and test ELBO per epoch of the cached VAE."
     h = trained_vae(latent_dim, rng=rng).history
@@ -330,8 +339,8 @@ def fig_learning_curve(latent_dim:int=2,  # latent dimension
 
 # %% ../nbs/08_vae.ipynb #317493e1
 def fig_reconstructions(latent_dims=(2, 8),  # models shown
-                        n:int=10,            # images
-                        rng=0,          # seed
+                        n:int=10,            # test images shown
+                        rng=0,               # random generator or seed of `trained_vae`
                        ):
     "Test images (top) and their reconstructions by VAEs with different latent dimensions."
     data = digits_data()
@@ -344,8 +353,8 @@ def fig_reconstructions(latent_dims=(2, 8),  # models shown
     return fig
 
 def fig_samples(latent_dims=(2, 8),  # models shown
-                n:int=30,            # samples per model
-                rng=0,          # seed
+                n:int=30,            # generated images per model
+                rng=0,               # random generator or seed of `trained_vae` and of the generated images
                ):
     "Images decoded from prior draws z ~ N(0, I) for VAEs with different latent dimensions."
     fig, axes = new_figure(len(latent_dims) * 3, n // 3, width=n // 3 * 0.8, height=0.8 * 3 * len(latent_dims))
@@ -356,7 +365,7 @@ def fig_samples(latent_dims=(2, 8),  # models shown
 
 # %% ../nbs/08_vae.ipynb #6c1f545a
 def fig_latent_space(n_grid:int=12,  # grid side of the manifold
-                     rng=0,     # seed of `trained_vae`
+                     rng=0,          # random generator or seed of `trained_vae`
                     ):
     "Encoder means of the test images coloured by digit (left) and the decoded manifold on a quantile grid (right)."
     from scipy.stats import norm
@@ -385,9 +394,9 @@ def fig_latent_space(n_grid:int=12,  # grid side of the manifold
 # %% ../nbs/08_vae.ipynb #c70703e8
 LATENT_DIMS = (2, 4, 8, 16)
 
-def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS,  # dims
-                           K:int=200,                # IWAE samples
-                           rng=0,               # seed
+def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS,  # latent dimensions compared
+                           K:int=200,                # importance samples of the IWAE bound
+                           rng=0,                    # random generator or seed of `trained_vae` and of the estimates
                           ):
     "Test ELBO during training for several latent dimensions, and final test ELBO / IWAE bound vs dimension."
     data = digits_data()
@@ -410,18 +419,18 @@ def fig_elbo_vs_latent_dim(latent_dims=LATENT_DIMS,  # dims
 IWAE_KS = (1, 2, 5, 10, 50, 200, 1000)
 
 def iwae_curve(vae,         # trained VAE
-               X,           # images
-               Ks=IWAE_KS,  # numbers of samples
-               rng=None,    # Generator or seed
-              ):
+               X,           # images (n, D)
+               Ks=IWAE_KS,  # numbers of importance samples K
+               rng=None,    # random generator or seed
+              ) -> tuple:
     "Average IWAE bound and its standard error over images for each K: arrays (len(Ks),), (len(Ks),)."
     rng = as_rng(rng)
     per = np.array([vae.iwae_per_image(X, K, rng) for K in Ks])
     return per.mean(1), per.std(1, ddof=1) / np.sqrt(per.shape[1])
 
-def fig_iwae_vs_k(latent_dims=(2, 8),  # models
-                  Ks=IWAE_KS,          # numbers of samples
-                  rng=0,          # seed
+def fig_iwae_vs_k(latent_dims=(2, 8),  # latent dimensions of the models shown
+                  Ks=IWAE_KS,          # numbers of importance samples K
+                  rng=0,               # random generator or seed of `trained_vae` and of the estimates
                  ):
     "Test IWAE bound against the number of importance samples K (K = 1 is the ELBO)."
     data = digits_data()
@@ -437,7 +446,7 @@ BETAS = (0.25, 0.5, 1., 2., 4.)
 
 def fig_rate_distortion(betas=BETAS,       # KL weights
                         latent_dim:int=8,  # latent dimension
-                        rng=0,        # seed
+                        rng=0,             # random generator or seed of `trained_vae` and of the estimates
                        ):
     "Test rate (KL) and distortion (-reconstruction) of beta-VAEs, with lines of constant ELBO."
     data = digits_data()
@@ -453,14 +462,15 @@ def fig_rate_distortion(betas=BETAS,       # KL weights
     return fig
 
 # %% ../nbs/08_vae.ipynb #c2ada93a
-def fig_posterior_collapse(latent_dim:int=16,  # latent dimension
-                           warmup:int=30,      # warm-up epochs
-                           rng=0,         # seed
+def fig_posterior_collapse(latent_dim:int=16,     # latent dimension
+                           warmup_epochs:int=30,  # KL annealing epochs of the annealed model
+                           rng=0,                 # random generator or seed of `trained_vae` and of the estimates
                           ):
     "Per-coordinate KL (sorted) for a plain, a KL-annealed and a beta = 4 VAE, with their active units."
     data = digits_data()
     models = {"beta = 1": trained_vae(latent_dim, rng=rng),
-              f"beta = 1, KL annealing over {warmup} epochs": trained_vae(latent_dim, warmup_epochs=warmup, rng=rng),
+              f"beta = 1, KL annealing over {warmup_epochs} epochs": trained_vae(latent_dim, warmup_epochs=warmup_epochs,
+                                                                                rng=rng),
               "beta = 4": trained_vae(latent_dim, beta=4., rng=rng)}
     fig, ax = new_figure(width=7, height=3.8)
     w = 0.27
@@ -474,7 +484,7 @@ def fig_posterior_collapse(latent_dim:int=16,  # latent dimension
 # %% ../nbs/08_vae.ipynb #54845d5d
 def fig_ae_vs_vae(latent_dim:int=2,  # latent dimension
                   n:int=10,          # images per row
-                  rng=0,        # seed
+                  rng=0,             # random generator or seed of `trained_vae` and of the generated images
                  ):
     "Reconstructions and decoded prior samples of an autoencoder (beta = 0) and a VAE, plus both code clouds."
     data = digits_data()
@@ -500,7 +510,7 @@ def fig_ae_vs_vae(latent_dim:int=2,  # latent dimension
 # %% ../nbs/08_vae.ipynb #43fbd16c
 def decode_latent(z1:float=0.0,  # first latent coordinate
                   z2:float=0.0,  # second latent coordinate
-                  rng=0,    # latent coordinates; seed of `trained_vae`
+                  rng=0,         # random generator or seed of `trained_vae`
                  ):
     "Decoded image of z = (z1, z2) under the 2-d VAE, next to the test codes with z marked."
     vae, data = trained_vae(2, rng=rng), digits_data()

@@ -13,7 +13,7 @@ from bayesnotes.bnn import (mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, ja
                             deep_ensemble, laplace_ggn, laplace_last_layer, rmse, gaussian_nll,
                             predictive_log_likelihood, calibration, calibration_error, Predictive, TOY_MODEL,
                             regression_benchmark, format_table, explore_uncertainty, nuts_regression,
-                            regression_target, _softplus, toy_model)
+                            regression_target, _softplus, toy_model, toy_comparison)
 
 
 def _fd_grad(f, x, h=1e-6):
@@ -98,7 +98,7 @@ def test_laplace_exact_for_linear_model(linear_problem, seed):
         assert np.allclose(p.std, exact_sd) and np.allclose(p.mean, Pq @ m, atol=1e-4)
         # the function draws are N(mean, exact variance): check their spread within Monte Carlo error
         sd_f = np.sqrt(exact_sd ** 2 - 0.16)
-        assert np.all(np.abs(p.f_samples.std(0) / sd_f - 1) < 5.3 * np.sqrt(1 / (2 * 20000)))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
+        assert np.all(np.abs(p.f_draws.std(0) / sd_f - 1) < 5.3 * np.sqrt(1 / (2 * 20000)))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
 
 
 def test_anchored_ensemble_gives_exact_posterior_draws_for_linear_model(linear_problem, seed):
@@ -173,7 +173,7 @@ def test_nuts_on_a_small_bnn_mixes_in_prediction_space(seed):
     # alarm about 3e-5, the largest single share of the suite's 1e-3 budget
     assert rh.max() < 1.05, rh
     p = fit.predict(np.array([[0.], [3.]]), 500, rng=seed(0))
-    assert p.f_samples.shape == (500, 2) and p.std[1] > p.std[0]
+    assert p.f_draws.shape == (500, 2) and p.std[1] > p.std[0]
 
 
 @pytest.fixture(scope="module")
@@ -198,31 +198,31 @@ def test_uncertainty_grows_away_from_data(toy_fits, seed):
         # the spread of f(x) (the method's own uncertainty; the noise sd 0.3 is added to both alike) is at least 1.5x
         # larger away from the data. Over 20 seeds the margin log ratio - log 1.5 has mean 4.8 (plain ensemble: its 5
         # members sometimes nearly agree) to 12 (MC dropout) times its sd; the smallest log ratio seen is 1.1
-        sd_in = fit.predict(x_in, 400, rng=seed(0)).f_samples.std(0).mean()
-        sd_far = fit.predict(x_far, 400, rng=seed(0)).f_samples.std(0).mean()
+        sd_in = fit.predict(x_in, 400, rng=seed(0)).f_draws.std(0).mean()
+        sd_far = fit.predict(x_far, 400, rng=seed(0)).f_draws.std(0).mean()
         assert np.log(sd_far / sd_in) > np.log(1.5), (name, sd_in, sd_far)
     # MAP has the same predictive sd everywhere (the noise)
     assert np.allclose(m.predict(x_far).std, 0.3) and np.allclose(m.predict(x_in).std, 0.3)
 
 
-def test_every_method_returns_n_samples_draws(toy_fits, seed):
-    """`predict(n_samples=S)` gives S function draws for every method (before, MAP returned 1 and ensembles M,
+def test_every_method_returns_n_draws_function_draws(toy_fits, seed):
+    """`predict(n_draws=S)` gives S function draws for every method (before, MAP returned 1 and ensembles M,
     ignoring S). MAP repeats its function; an ensemble uses its members in turn, so its mean and sd are exact when
     M divides S, and equal to the mixture's whatever S is up to the randomly chosen remainder."""
     fits, m = toy_fits
     x = np.linspace(-2, 2, 7)[:, None]
     for name, fit in {**fits, "MAP": m}.items():
         for S in (1, 7, 40):
-            assert fit.predict(x, S, rng=seed(0)).f_samples.shape == (S, 7), (name, S)
+            assert fit.predict(x, S, rng=seed(0)).f_draws.shape == (S, 7), (name, S)
     p = m.predict(x, 40)
-    assert np.array_equal(p.f_samples, np.broadcast_to(m.f(m.params, x), (40, 7)))
+    assert np.array_equal(p.f_draws, np.broadcast_to(m.f(m.params, x), (40, 7)))
     ens = fits["ensemble"]
     members = ens.f(ens.params, x)                                  # (5, 7): the exact mixture of 5 functions
     p = ens.predict(x, 40)                                          # 5 divides 40: every member 8 times
-    assert np.allclose(p.mean, members.mean(0)) and np.allclose(p.f_samples[:5], members)
+    assert np.allclose(p.mean, members.mean(0)) and np.allclose(p.f_draws[:5], members)
     assert np.allclose(p.std, np.sqrt(members.var(0) + 0.3 ** 2))
     p7 = ens.predict(x, 7, rng=seed(1))                             # 5 members, then 2 distinct ones at random
-    assert np.allclose(p7.f_samples[:5], members) and not np.allclose(p7.f_samples[5], p7.f_samples[6])
+    assert np.allclose(p7.f_draws[:5], members) and not np.allclose(p7.f_draws[5], p7.f_draws[6])
 
 
 def test_toy_model_builds_any_depth(seed):
@@ -245,7 +245,7 @@ def test_predictions_are_seeded(toy_fits, seed):
     x = np.linspace(-1, 1, 5)
     for fit in fits.values():
         a, b = fit.predict(x, 30, rng=seed(9)), fit.predict(x, 30, rng=seed(9))
-        assert np.array_equal(a.f_samples, b.f_samples)
+        assert np.array_equal(a.f_draws, b.f_draws)
     X, y = toy_regression_data(15, 3)
     w1 = bayes_by_backprop(X, y, rng=seed(4), hidden=(5,), n_iter=50).mu
     w2 = bayes_by_backprop(X, y, rng=seed(4), hidden=(5,), n_iter=50).mu
@@ -297,6 +297,20 @@ def test_regression_benchmark_runs_and_reports(seed):
 def test_explore_uncertainty_returns_figure():
     from matplotlib.figure import Figure
     assert isinstance(explore_uncertainty(n_train=10, weight_scale=2.), Figure)
+    assert isinstance(explore_uncertainty(n_train=10, weight_scale=2., rng=1, data_rng=2), Figure)
+
+
+def test_toy_comparison_caches_int_seeds_only(seed):
+    "Int seeds share one cached comparison; a Generator is used (it advances) and never hits the cache (SPEC 7)."
+    small = dict(n_train=12, hidden=3)
+    a = toy_comparison(**small, rng=seed(0))
+    assert toy_comparison(**small, rng=seed(0)) is a                      # the chapter's figures share their fits
+    g = np.random.default_rng(seed(0))
+    b, c = toy_comparison(**small, rng=g), toy_comparison(**small, rng=g)
+    assert b is not a and c is not b
+    assert not np.array_equal(b.fits["MAP"].params, c.fits["MAP"].params)   # the Generator moved on
+    assert np.array_equal(b.X, a.X)                                       # same data: data_rng is separate
+    assert not np.array_equal(toy_comparison(**small, rng=seed(0), data_rng=1).X, a.X)
 
 
 def test_bad_input_raises(seed):
@@ -329,3 +343,10 @@ def test_bad_input_raises(seed):
     with pytest.raises(ValueError, match="test_fraction"): regression_benchmark(X, y, test_fraction=0., rng=seed(0))
     with pytest.raises(ValueError, match="noise_std"): nuts_regression(X, y, rng=seed(0), noise_std=None)
     with pytest.raises(ValueError, match="init"): nuts_regression(X, y, rng=seed(0), init=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="init must have shape"): bayes_by_backprop(X, y, rng=seed(0), init=np.zeros(3))
+    with pytest.raises(ValueError, match="hidden"): fit_map(X, y, rng=seed(0), hidden=(0,))
+    with pytest.raises(ValueError, match="hidden"): toy_model(hidden="wide")
+    with pytest.raises(ValueError, match="batch_size"): fit_map(X, y, rng=seed(0), batch_size=0)
+    with pytest.raises(ValueError, match="n_draws"): mlp_init((1, 2, 1), seed(0), n_draws=0)
+    with pytest.raises(ValueError, match="rng"): toy_comparison(20, 1.5, hidden=3)
+

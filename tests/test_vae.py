@@ -165,6 +165,10 @@ def test_bad_input_raises(small_vae, data, seed):
     with pytest.raises(ValueError, match="K"): small_vae.iwae(data.X_test, K=0, rng=seed(0))
     with pytest.raises(ValueError, match="Z must have shape"): small_vae.decode(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="test_fraction"): digits_data(test_fraction=1.5)
+    with pytest.raises(ValueError, match="threshold"): digits_data(threshold=0.)
+    with pytest.raises(ValueError, match="n_draws"): small_vae.sample(0, rng=seed(0))
+    with pytest.raises(ValueError, match="n_mc"): small_vae.rate_distortion(data.X_test, 0, rng=seed(0))
+    with pytest.raises(ValueError, match="warmup_epochs"): VAE(2).fit(data.X_train, warmup_epochs=-1, rng=seed(0))
 
 
 def test_fit_continues_weights_optimiser_and_history(data, seed):
@@ -193,3 +197,13 @@ def test_trained_vae_hands_out_copies():
     b = trained_vae(2, epochs=2)
     assert b is not a and np.array_equal(b.params["dec"], w) and len(b.history["epoch"]) == 2
     assert not np.array_equal(a.params["dec"], w) and len(a.history["epoch"]) == 3
+
+
+def test_trained_vae_caches_int_seeds_only():
+    "An int seed hits the cache; a Generator trains afresh from its current state (and advances), never from the cache."
+    a = trained_vae(2, epochs=1, rng=0)
+    g = np.random.default_rng(0)
+    b = trained_vae(2, epochs=1, rng=g)           # same stream as the seed 0: same weights, but not the cached object
+    c = trained_vae(2, epochs=1, rng=g)           # the Generator has moved on: other weights
+    assert np.array_equal(a.params["dec"], b.params["dec"])
+    assert not np.array_equal(b.params["dec"], c.params["dec"])

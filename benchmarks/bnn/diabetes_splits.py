@@ -5,7 +5,7 @@ script runs the 20 splits of the protocol of Gal & Ghahramani used in [@cinelli2
 (without the Bayesian-optimisation search over hyper-parameters) and prints the same table, with standard
 errors corrected for the overlap of the training sets (Nadeau & Bengio, 2003).
 
-Usage:  .venv/bin/python benchmarks/bnn/diabetes_splits.py [n_splits] [seed]
+Usage:  .venv/bin/python benchmarks/bnn/diabetes_splits.py [n_splits] [rng]   (rng: an int seed)
 """
 import sys
 import time
@@ -13,11 +13,11 @@ import time
 from bayesnotes.bnn import load_diabetes_data, regression_benchmark, format_table
 
 
-def main(n_splits: int = 20, seed: int = 0):
+def main(n_splits: int = 20, rng: int = 0):
     X, y = load_diabetes_data()
     t0 = time.time()
-    res = regression_benchmark(X, y, n_splits=n_splits, rng=seed, progress=True)
-    print(f"diabetes (n = {len(y)}, d = {X.shape[1]}), {n_splits} random 90/10 splits, seed {seed}, "
+    res = regression_benchmark(X, y, n_splits=n_splits, rng=rng, progress=True)
+    print(f"diabetes (n = {len(y)}, d = {X.shape[1]}), {n_splits} random 90/10 splits, rng {rng}, "
           f"{time.time() - t0:.0f} s wall; mean ± corrected standard error over splits\n")
     print(format_table(res.summary(), digits=2))
 
