@@ -441,8 +441,8 @@ def _a1(tau, nu):
     "Log-normaliser of the 1-d unnormalised Gaussian exp(-tau s^2 / 2 + nu s)."
     return 0.5 * nu**2 / tau - 0.5 * np.log(tau) + 0.5 * np.log(2 * np.pi)
 
-def _check_ep_args(n_sweeps, damping, tol, alpha=1.0, schedule="sequential"):
-    check_count("n_iter", n_sweeps)
+def _check_ep_args(n_iter, damping, tol, alpha=1.0, schedule="sequential"):
+    check_count("n_iter", n_iter)
     if not (np.isscalar(damping) and 0.0 < damping <= 1.0):
         raise ValueError(f"damping must lie in (0, 1], got {damping!r}")
     check_positive("tol", tol)
@@ -486,59 +486,82 @@ def _glm_log_evidence(st, ys, moments, alpha):
     sites = (logZ + _a1(tc, nc) - _a1(1.0 / v, mu / v)) / alpha
     return float(0.5 * st.h @ st.m - 0.5 * st.logdetP + 0.5 * st.logdetP0 + np.sum(sites))
 
-def _ep_glm(X, ys, S0, link, alpha=1.0, n_sweeps=50, damping=1.0, tol=1e-6, schedule="sequential",
-            max_updates=None, progress=False, n_quad=None):
-    "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta); see `ep_probit`."
-    with blas_threads():
-        return _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress, n_quad)
+class _EPPlan(NamedTuple):
+    "What one (power) EP run on a linear model does, fixed before the first sweep (checked by the public callers)."
+    link: str                  # "probit" or "logistic"
+    alpha: float = 1.0         # power (1: EP)
+    n_iter: int = 50           # maximum number of sweeps
+    damping: float = 1.0       # step size in (0, 1]
+    tol: float = 1e-6          # stop when no site parameter moves by more than this in a sweep
+    schedule: str = "sequential"  # "sequential" or "parallel"
+    max_updates: int = None    # stop after this many site updates (None: no limit); used by `fig_ep_steps`
+    n_quad: int = None         # minimum number of quadrature points for the tilted moments
 
-def _ep_glm_loop(X, ys, S0, link, alpha, n_sweeps, damping, tol, schedule, max_updates, progress, n_quad):
-    moments, moments_scalar = _moments_fn(link, alpha, n_quad), _moments_scalar_fn(link, alpha, n_quad)
+def _sequential_sweep(st, ys_list, plan, moments_scalar, updates):
+    "One pass of rank-one site updates over the sites in order; returns (sites skipped, updates so far)."
+    alpha, damping, skipped = plan.alpha, plan.damping, 0
+    S, m, tau, nu = st.S, st.m, st.tau.tolist(), st.nu.tolist()    # plain floats: faster scalar work
+    for i in range(st.n):
+        if plan.max_updates is not None and updates >= plan.max_updates: break
+        x = st.X[i]; Sx = S @ x; v = (x @ Sx).item(); mu = (x @ m).item()
+        tc = 1.0 / v - alpha * tau[i]; nc = mu / v - alpha * nu[i]
+        if tc <= 0: skipped += 1; continue
+        _, mh, vh = moments_scalar(ys_list[i], nc / tc, 1.0 / tc)
+        t_new = tau[i] + (1.0 / vh - 1.0 / v) / alpha                # = (proj - cavity) / alpha
+        n_new = nu[i] + (mh / vh - mu / v) / alpha
+        dt, dn = damping * (t_new - tau[i]), damping * (n_new - nu[i])
+        den = 1.0 + dt * v
+        if den <= 0: skipped += 1; continue                          # q would become improper
+        S -= Sx[:, None] * ((dt / den) * Sx)                         # Sherman-Morrison
+        m += Sx * ((dn - dt * mu) / den)
+        tau[i] += dt; nu[i] += dn
+        updates += 1
+    st.tau, st.nu = np.array(tau), np.array(nu)
+    return skipped, updates
+
+def _parallel_sweep(st, ys, plan, moments, tau_old, nu_old):
+    "All sites at once from the current marginals, the step halved until q stays proper; returns (skipped, updated)."
+    alpha = plan.alpha
+    mu, v = st.marginals()
+    tc, nc = 1.0 / v - alpha * st.tau, mu / v - alpha * st.nu
+    ok = tc > 0
+    _, mh, vh = moments(ys[ok], nc[ok] / tc[ok], 1.0 / tc[ok])
+    t_prop, n_prop = st.tau.copy(), st.nu.copy()
+    t_prop[ok] += (1.0 / vh - 1.0 / v[ok]) / alpha
+    n_prop[ok] += (mh / vh - mu[ok] / v[ok]) / alpha
+    step = plan.damping
+    for _ in range(30):          # halve the step until the new precision is positive definite
+        st.tau = (1 - step) * tau_old + step * t_prop
+        st.nu = (1 - step) * nu_old + step * n_prop
+        if st.refresh(): break
+        step *= 0.5
+    return int(np.sum(~ok)), int(np.sum(ok))
+
+def _ep_glm(X, ys, S0, plan, progress=False):
+    "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta), as `plan` says; see `ep_probit`."
+    with blas_threads():
+        return _ep_glm_loop(X, ys, S0, plan, progress)
+
+def _ep_glm_loop(X, ys, S0, plan, progress):
+    moments = _moments_fn(plan.link, plan.alpha, plan.n_quad)
+    moments_scalar = _moments_scalar_fn(plan.link, plan.alpha, plan.n_quad)
     ys_list = ys.tolist()
     st = _GLMState(X, S0)
     hist, converged, updates = [], False, 0
-    for sweep in track(range(int(n_sweeps)), progress, desc="EP sweeps"):
-        tau_old, nu_old, skipped = st.tau.copy(), st.nu.copy(), 0
-        if schedule == "sequential":
-            S, m, tau, nu = st.S, st.m, st.tau.tolist(), st.nu.tolist()    # plain floats: faster scalar work
-            for i in range(st.n):
-                if max_updates is not None and updates >= max_updates: break
-                x = X[i]; Sx = S @ x; v = (x @ Sx).item(); mu = (x @ m).item()
-                tc = 1.0 / v - alpha * tau[i]; nc = mu / v - alpha * nu[i]
-                if tc <= 0: skipped += 1; continue
-                _, mh, vh = moments_scalar(ys_list[i], nc / tc, 1.0 / tc)
-                t_new = tau[i] + (1.0 / vh - 1.0 / v) / alpha                # = (proj - cavity) / alpha
-                n_new = nu[i] + (mh / vh - mu / v) / alpha
-                dt, dn = damping * (t_new - tau[i]), damping * (n_new - nu[i])
-                den = 1.0 + dt * v
-                if den <= 0: skipped += 1; continue                          # q would become improper
-                S -= Sx[:, None] * ((dt / den) * Sx)                         # Sherman-Morrison
-                m += Sx * ((dn - dt * mu) / den)
-                tau[i] += dt; nu[i] += dn
-                updates += 1
-            st.tau, st.nu = np.array(tau), np.array(nu)
+    for sweep in track(range(int(plan.n_iter)), progress, desc="EP sweeps"):
+        tau_old, nu_old = st.tau.copy(), st.nu.copy()
+        if plan.schedule == "sequential":
+            skipped, updates = _sequential_sweep(st, ys_list, plan, moments_scalar, updates)
         else:
-            mu, v = st.marginals()
-            tc, nc = 1.0 / v - alpha * st.tau, mu / v - alpha * st.nu
-            ok = tc > 0; skipped = int(np.sum(~ok))
-            _, mh, vh = moments(ys[ok], nc[ok] / tc[ok], 1.0 / tc[ok])
-            t_prop, n_prop = st.tau.copy(), st.nu.copy()
-            t_prop[ok] += (1.0 / vh - 1.0 / v[ok]) / alpha
-            n_prop[ok] += (mh / vh - mu[ok] / v[ok]) / alpha
-            step = damping
-            for _ in range(30):          # halve the step until the new precision is positive definite
-                st.tau = (1 - step) * tau_old + step * t_prop
-                st.nu = (1 - step) * nu_old + step * n_prop
-                if st.refresh(): break
-                step *= 0.5
-            updates += int(np.sum(ok))
+            skipped, updated = _parallel_sweep(st, ys, plan, moments, tau_old, nu_old)
+            updates += updated
         if not st.refresh():
             raise FloatingPointError("EP produced a non-positive-definite precision; try damping < 1")
         change = float(max(np.max(np.abs(st.tau - tau_old)), np.max(np.abs(st.nu - nu_old))))
-        hist.append((change, _glm_log_evidence(st, ys, moments, alpha), skipped, st.m.copy()))
-        if change < tol:
+        hist.append((change, _glm_log_evidence(st, ys, moments, plan.alpha), skipped, st.m.copy()))
+        if change < plan.tol:
             converged = True; break
-        if max_updates is not None and updates >= max_updates: break
+        if plan.max_updates is not None and updates >= plan.max_updates: break
     h = EPHistory(*(np.array(a) for a in zip(*hist)))
     return EPResult(st.m.copy(), st.S.copy(), float(h.log_evidence[-1]), h, converged, st.tau.copy(), st.nu.copy())
 
@@ -555,7 +578,7 @@ def ep_probit(X,                      # design matrix, shape (n, d)
     "Expectation propagation for Bayesian probit regression: Gaussian posterior, log evidence and history."
     X, ys, S0 = _check_glm(X, y, prior_var)
     _check_ep_args(n_iter, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, "probit", 1.0, n_iter, damping, tol, schedule, progress=progress)
+    return _ep_glm(X, ys, S0, _EPPlan("probit", 1.0, n_iter, damping, tol, schedule), progress)
 
 def ep_logistic(X,                    # design matrix, shape (n, d)
                 y,                    # labels in {0, 1} or {-1, +1}, shape (n,)
@@ -570,8 +593,7 @@ def ep_logistic(X,                    # design matrix, shape (n, d)
     "Expectation propagation for Bayesian logistic regression, tilted moments by 1-d quadrature."
     X, ys, S0 = _check_glm(X, y, prior_var)
     _check_ep_args(n_iter, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, "logistic", 1.0, n_iter, damping, tol, schedule, progress=progress,
-                   n_quad=n_quad)
+    return _ep_glm(X, ys, S0, _EPPlan("logistic", 1.0, n_iter, damping, tol, schedule, n_quad=n_quad), progress)
 
 # %% ../nbs/02_ep.ipynb #b77dfcf8
 def fig_adf_order(n_orders:int=20, # number of random orderings for ADF
@@ -770,8 +792,7 @@ def power_ep(X,                       # design matrix, shape (n, d)
     _check_ep_args(n_iter, damping, tol, alpha, schedule)
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    return _ep_glm(X, ys, S0, link, float(alpha), n_iter, damping, tol, schedule, progress=progress,
-                   n_quad=n_quad)
+    return _ep_glm(X, ys, S0, _EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
 
 # %% ../nbs/02_ep.ipynb #efd27b08
 def fig_power_ep(alphas=(0.0, 0.25, 0.5, 0.75, 1.0), # alpha values for the global projections (left)
@@ -1019,7 +1040,7 @@ def importance_reference(X,                  # design matrix, shape (n, d)
     n_draws = check_count("n_draws", n_draws, 2); batch = check_count("batch", batch)
     rng = as_rng(rng)
     if proposal is None:
-        e = _ep_glm(X, ys, S0, link)
+        e = _ep_glm(X, ys, S0, _EPPlan(link))
         proposal = (e.mean, e.cov)
     m, C, L = _as_mean_cov(*proposal)
     d = m.size
@@ -1164,8 +1185,9 @@ def fig_ep_steps(n_updates:int=5,      # number of single-site EP updates perfor
     X, ys, S0 = _check_glm(X, y, 1.0)
     _check_ep_args(1, damping, 1.0)
     mean, cov, _, (T1, T2, dens) = _grid_posterior_2d(X, y, 1.0)
-    before = _ep_glm(X, ys, S0, "probit", damping=damping, n_sweeps=10**6, tol=1e-300, max_updates=max(int(n_updates) - 1, 0))
-    after = _ep_glm(X, ys, S0, "probit", damping=damping, n_sweeps=10**6, tol=1e-300, max_updates=int(n_updates))
+    run = _EPPlan("probit", n_iter=10**6, damping=damping, tol=1e-300)     # stopped only by max_updates
+    before = _ep_glm(X, ys, S0, run._replace(max_updates=max(int(n_updates) - 1, 0)))
+    after = _ep_glm(X, ys, S0, run._replace(max_updates=int(n_updates)))
     fig, ax = new_figure(width=5.2, height=4.6)
     ax.contour(T1, T2, dens, levels=6, colors="0.65", linewidths=0.8)
     e = _ellipse(before.mean, before.cov); ax.plot(e[:, 0], e[:, 1], color=COLORS[0], ls="--", label="before")

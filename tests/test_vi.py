@@ -17,20 +17,14 @@ from bayesnotes.core import kl_gauss, mvn_logpdf, normal_gamma_log_evidence, nor
 from bayesnotes.datasets import load_old_faithful
 from bayesnotes.vi import (FullRankGaussian, MeanFieldGaussian, advi, cavi_gmm, cavi_ising, elbo, grid_posterior, iwae_bound, laplace, logistic_example, logistic_predictive, normal_gamma_log_joint, normal_gamma_posterior, regression_1d_exact, regression_1d_log_posterior_gamma, reparam_grad, score_function_grad, svi, to_constrained, to_unconstrained, unconstrain, vb_normal_gamma, vb_regression_1d)
 from bayesnotes.datasets import ising_test_image
+from bayesnotes.vi import _gaussian_mean_model
 
 
 # ---------------------------------------------------------------- helpers
 def gaussian_mean_model(N=12, sigma=1.3, tau=2.0, seed=0):
-    "x_n ~ N(theta, sigma^2), theta ~ N(0, tau^2): batched Target, exact posterior and log evidence."
-    x = 0.7 + sigma * np.random.default_rng(seed).standard_normal(N)
-    def logp(z):
-        th = z[..., 0]
-        return (-0.5 * anp.sum((x - th[..., None])**2, axis=-1) / sigma**2 - N * np.log(sigma)
-                - 0.5 * th**2 / tau**2 - np.log(tau) - 0.5 * (N + 1) * np.log(2 * np.pi))
-    vN = 1 / (1 / tau**2 + N / sigma**2)
-    mN = vN * x.sum() / sigma**2
-    logZ = float(mvn_logpdf(x, np.zeros(N), sigma**2 * np.eye(N) + tau**2))
-    return Target(logp, 1, batched=True), mN, vN, logZ
+    "x_n ~ N(theta = 0.7, sigma^2), theta ~ N(0, tau^2): the chapter's model builder with this file's sizes."
+    _, t, mN, vN, logZ = _gaussian_mean_model(N, sigma, tau, theta=0.7, seed=seed)
+    return t, mN, vN, logZ
 
 
 def faithful_std():
