@@ -15,7 +15,8 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_probability, check_shape
+from .utils import (as_rng, cache_seeded, check_count, check_finite, check_positive, check_probability,
+                              check_shape, int_seed)
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
 from .utils import track
@@ -56,11 +57,6 @@ def _check_hidden(hidden):
         raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
     if any(h < 1 for h in hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
     return hidden
-
-def _int_seed(rng):
-    "`rng` as an int when it is a non-negative int seed (then a result for it may be cached), else None."
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0: return int(rng)
-    return None
 
 def _activation(activation):
     if callable(activation): return activation
@@ -710,14 +706,9 @@ def toy_comparison(n_train:int=20,  # training points
     For int seeds `rng` and `data_rng` the fits are cached (the chapter's figures and tables share them). NUTS is the
     stored reference (`nuts_reference`) for the book's example: 20 points of data seed 0 and 10 hidden units."""
     n_train, hidden = check_count("n_train", n_train), check_count("hidden", hidden)
-    if _int_seed(rng) is not None and _int_seed(data_rng) is not None:
-        return _toy_comparison_cached(n_train, _int_seed(rng), hidden, bool(nuts), _int_seed(data_rng))
     return _toy_comparison(n_train, rng, hidden, bool(nuts), data_rng)
 
-@functools.lru_cache(maxsize=6)
-def _toy_comparison_cached(n_train, rng, hidden, nuts, data_rng):
-    return _toy_comparison(n_train, rng, hidden, nuts, data_rng)
-
+@cache_seeded(maxsize=6)         # cached when rng and data_rng are both int seeds
 def _toy_comparison(n_train, rng, hidden, nuts, data_rng):
     X, y = toy_regression_data(n_train, data_rng)
     # one seed per fit: from the seed sequence of an int (or None, SeedSequence) seed, or drawn from a Generator
@@ -735,7 +726,7 @@ def _toy_comparison(n_train, rng, hidden, nuts, data_rng):
     timed("anchored ensemble", lambda: deep_ensemble(X, y, rng=int(seeds[4]), anchored=True, **kw))
     timed("Laplace (last layer)", lambda: laplace_last_layer(X, y, fit=fits["MAP"]))
     timed("Laplace (full GGN)", lambda: laplace_ggn(X, y, fit=fits["MAP"], subset="all"))
-    if nuts and (n_train, _int_seed(data_rng), hidden) == (20, 0, 10):   # the book's comparison: the stored reference
+    if nuts and (n_train, int_seed(data_rng), hidden) == (20, 0, 10):   # the book's comparison: the stored reference
         fits["NUTS"] = nuts_reference()
         secs["NUTS"] = fits["NUTS"].result.provenance["cpu_seconds"]
     elif nuts:

@@ -25,7 +25,7 @@ import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .targets import Target, as_target, correlated_gaussian, funnel, logistic_regression
 from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_shape,
-                              check_spd, spawn_rng, track)
+                              check_spd, spawn_rng, track, cache_seeded)
 from .plotting import new_figure, COLORS
 from .datasets import load_iris_2d
 from .diagnostics import rhat, ess_bulk, autocorr, e_bfmi as _e_bfmi, plot_trace, plot_rank
@@ -1733,22 +1733,15 @@ def unigauss_target(prior="diffuse",        # "diffuse" or "sensible", or a tupl
         return lik - 0.5 * ((a - m) / s) ** 2 - rate * sig + ls      # + ls: Jacobian of sigma = exp(ls)
     return Target(logp, 2, name=f"unigauss ({prior})", batched=True)
 
-_UNIGAUSS_CACHE = {}
-
+@cache_seeded(maxsize=16)      # only an int seed names a run: only those are cached
 def run_unigauss(prior="diffuse",   # prior name
                  n_draws=500,       # draws per chain
                  n_chains=3,        # chains
                  rng=0):           # random generator or seed (SPEC 7)
     "HMC (5 leapfrog steps, adapted step size and metric) on the two-point model; cached so figures share the runs."
-    seeded = isinstance(rng, (int, np.integer))       # only a seed names a run: only those are cached
-    key = (prior, n_draws, n_chains, rng)
-    if seeded and key in _UNIGAUSS_CACHE:
-        return _UNIGAUSS_CACHE[key]
     x0 = as_rng(rng).normal(0, 1, size=(n_chains, 2))
     res = sample("hmc", unigauss_target(prior), x0, n_warmup=150, n_draws=n_draws, n_chains=n_chains,
                  rng=rng, n_steps=5)
-    if seeded:
-        _UNIGAUSS_CACHE[key] = res
     return res
 
 def fig_trace_priors(rng=0):  # random generator or seed (SPEC 7)

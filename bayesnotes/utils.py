@@ -4,14 +4,17 @@
 
 # %% ../nbs/00a_utils.ipynb #9e845e88
 from __future__ import annotations
+import copy as _copy
+import functools
+import inspect
 import math
 
 import numpy as np
 from scipy import linalg
 
 # %% auto #0
-__all__ = ['as_rng', 'spawn_rng', 'check_finite', 'check_positive', 'check_count', 'check_shape', 'check_probability',
-           'check_spd', 'track', 'blas_threads']
+__all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
+           'check_probability', 'check_spd', 'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -19,9 +22,10 @@ def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSeq
     "A numpy Generator following SPEC 7: a Generator is returned as is; None, an int or a SeedSequence seed a new one."
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, np.random.SeedSequence) or (
-            isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0):
-        return np.random.default_rng(rng if rng is None or isinstance(rng, np.random.SeedSequence) else int(rng))
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if int_seed(rng) is not None:
+        return np.random.default_rng(int_seed(rng))
     raise ValueError(f"rng must be None, a non-negative int seed, a SeedSequence or a numpy.random.Generator, "
                      f"got {rng!r}")
 
@@ -29,9 +33,41 @@ def spawn_rng(rng,   # None, an int seed, a SeedSequence or a Generator (as for 
               k:int, # which derived stream (k >= 1)
              ):
     "The k-th stream derived from `rng`: the seed rng + k for an int (integer seeds keep the book's exact numbers), else an independent child generator."
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
-        return int(rng) + int(k)
+    if int_seed(rng) is not None:
+        return int_seed(rng) + int(k)
     return as_rng(rng).spawn(1)[0]
+
+def int_seed(rng, # any value passed as `rng`
+            ) -> int | None:
+    "`rng` as a Python int when it is an int seed (>= 0; numpy integers too), else None: only an int seed names a run."
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
+        return int(rng)
+    return None
+
+def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped first)
+                 copy:bool=False,   # return a deep copy on every call, so callers may change what they get
+                ):
+    """Decorator: memoise a function on the calls whose random arguments (named `rng`, `seed` or `..._rng`) are all
+    int seeds. Any other value (None, a SeedSequence, a Generator) runs the function afresh, so a Generator is used
+    and advances, as SPEC 7 expects, instead of being looked up by identity."""
+    def decorate(f):
+        sig = inspect.signature(f)
+        names = [p for p in sig.parameters if p in ("rng", "seed") or p.endswith("_rng")]
+        if not names:
+            raise ValueError(f"cache_seeded: {f.__name__} has no argument named rng, seed or ..._rng")
+        cached = functools.lru_cache(maxsize)(f)
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs); bound.apply_defaults()
+            seeds = [int_seed(bound.arguments[n]) for n in names]
+            if None in seeds:
+                return f(*bound.args, **bound.kwargs)
+            bound.arguments.update(zip(names, seeds))          # 3, np.int64(3) and rng=3 share one entry
+            out = cached(*bound.args, **bound.kwargs)
+            return _copy.deepcopy(out) if copy else out
+        wrapper.cache_clear, wrapper.cache_info = cached.cache_clear, cached.cache_info
+        return wrapper
+    return decorate
 
 
 # %% ../nbs/00a_utils.ipynb #8134e521

@@ -15,12 +15,12 @@ import autograd.numpy as anp
 from autograd import value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_probability
+from .utils import as_rng, cache_seeded, check_count, check_finite, check_positive, check_probability
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
 from .datasets import load_digits01
 from .utils import track
-from .bnn import mlp_init, mlp_apply, _check_hidden, _int_seed
+from .bnn import mlp_init, mlp_apply, _check_hidden
 from .utils import blas_threads
 
 # %% auto #0
@@ -309,7 +309,7 @@ def _train_vae(latent_dim, beta, warmup_epochs, epochs, rng):
                                        lr=VAE_TRAIN["lr"], rng=rng, beta=beta, warmup_epochs=warmup_epochs,
                                        X_val=data.X_test)
 
-_trained_vae = functools.lru_cache(maxsize=16)(_train_vae)   # the cache: int seeds only
+_trained_vae = cache_seeded(maxsize=16, copy=True)(_train_vae)   # int seeds only; every call gets its own copy
 
 def trained_vae(latent_dim:int=2,     # dimension of z
                 beta:float=1.0,       # KL weight (0: autoencoder)
@@ -320,10 +320,7 @@ def trained_vae(latent_dim:int=2,     # dimension of z
     """A VAE (64-128-d-128-64) trained on the binarised digits with the chapter's settings. For an int seed `rng` the
     training is cached and each call returns a copy of the cached model, so training it further or changing it leaves
     the cache (and every figure of the chapter) as it was; a Generator, SeedSequence or None trains afresh."""
-    import copy
-    args = (int(latent_dim), float(beta), int(warmup_epochs), int(epochs or VAE_TRAIN["epochs"]))
-    if _int_seed(rng) is None: return _train_vae(*args, rng)
-    return copy.deepcopy(_trained_vae(*args, _int_seed(rng)))
+    return _trained_vae(int(latent_dim), float(beta), int(warmup_epochs), int(epochs or VAE_TRAIN["epochs"]), rng)
 
 def fig_learning_curve(latent_dim:int=2,  # latent dimension
                        rng=0,             # random generator or seed of `trained_vae`

@@ -17,7 +17,7 @@ from autograd.extend import primitive, defvjp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, track
+from .utils import as_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, track
 from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam)
 from .targets import Target, as_target, correlated_gaussian, logistic_regression
 from .datasets import load_old_faithful, load_breast_cancer, ising_test_image
@@ -1236,11 +1236,11 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
     return _sgd_loop(step, q, n_iter, lr, patience, window, progress, "advi", average, callback,
                      decay, tol_rel_obj, eval_elbo, n_window, elbo_fn)
 
-@lru_cache(maxsize=2)
-def _corr_fits(n_iter=10000, seed=0):
+@cache_seeded(maxsize=2)
+def _corr_fits(n_iter=10000, rng=0):
     "Mean-field and full-rank ADVI with the defaults on the correlated Gaussian target (cached; figure and checks)."
     tc = correlated_gaussian(0.9, (1.0, 2.0))
-    return tc, {f: advi(tc, family=f, n_iter=n_iter, rng=seed) for f in ("meanfield", "fullrank")}
+    return tc, {f: advi(tc, family=f, n_iter=n_iter, rng=rng) for f in ("meanfield", "fullrank")}
 
 # %% ../nbs/01_vi.ipynb #87286afb
 def normal_gamma_log_joint(x,          # observations, shape (N,)
@@ -1260,12 +1260,12 @@ def normal_gamma_log_joint(x,          # observations, shape (N,)
     return Target(logp, 2, name="Normal-Gamma joint", batched=True,
                   mean=[post.mu, post.a / post.b])
 
-@lru_cache(maxsize=4)
-def _ng_advi_fit(seed=1):
+@cache_seeded(maxsize=4)
+def _ng_advi_fit(rng=1):
     "Mean-field ADVI (defaults) on the unconstrained Normal-Gamma example: (target on (mu, log tau), fit, log evidence)."
     x, prior = _ng_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
-    res = advi(tz, family="meanfield", rng=seed)
+    res = advi(tz, family="meanfield", rng=rng)
     return tz, res, normal_gamma_log_evidence(x, **prior)
 
 def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the stopping rule usually ends them earlier)
@@ -1360,12 +1360,12 @@ def _bc_parts(prior_scale=1.0):
         return anp.sum(y[idx] * eta - anp.logaddexp(0., eta), axis=-1)
     return X, y, logistic_regression(X, y, prior_scale), log_prior, log_lik
 
-@lru_cache(maxsize=2)
-def _svi_fits(n_iter=1500, seed=0):
+@cache_seeded(maxsize=2)
+def _svi_fits(n_iter=1500, rng=0):
     X, y, t, log_prior, log_lik = _bc_parts()
     N, d = X.shape
     lr = lambda s: 0.05 / (1 + s / 100) ** 0.6
-    kw = dict(n_iter=n_iter, lr=lr, rng=seed, average=0.5)           # Polyak averaging over the second half
+    kw = dict(n_iter=n_iter, lr=lr, rng=rng, average=0.5)           # Polyak averaging over the second half
     full = advi(t, family="meanfield", tol_rel_obj=None, **kw)   # same fixed budget as the SVI runs
     good = svi(log_prior, log_lik, N, d, batch_size=32, **kw)
     bad = svi(lambda Z: (N / 32) * log_prior(Z), log_lik, N, d, batch_size=32, **kw)
@@ -1638,10 +1638,10 @@ def grid_posterior(target,                # batched 2-d `Target` (log joint)
                          f"standard deviation {sd.round(4).tolist()}; increase n or narrow the range")
     return GridPosterior(w1, w2, lp, mean, cov, float(logZ), float(gaps.min()))
 
-@lru_cache(maxsize=4)
-def _logistic_fits(seed=1):
+@cache_seeded(maxsize=4)
+def _logistic_fits(data_rng=1):
     "Data, target, grid reference, Laplace and full-rank VI for the separable example (cached: several figures use it)."
-    X, y = logistic_example(rng=seed)
+    X, y = logistic_example(rng=data_rng)
     t = logistic_regression(X, y, prior_scale=10.0)                        # s0^2 = 100
     ref = grid_posterior(t)                                                  # limits chosen from the Laplace fit
     lap = laplace(t, np.zeros(2))
@@ -1651,10 +1651,10 @@ def _logistic_fits(seed=1):
     return X, y, t, ref, lap, vi
 
 # %% ../nbs/01_vi.ipynb #3600c689
-def fig_logistic_posterior(rng=1, # data seed
+def fig_logistic_posterior(data_rng=1, # random generator or seed of the data (1: the book's example)
                           ):
     "Separable 2-d logistic regression: data, log-likelihood, log posterior, Laplace and Gaussian VI vs the grid reference."
-    X, y, t, ref, lap, vi = _logistic_fits(rng)
+    X, y, t, ref, lap, vi = _logistic_fits(data_rng)
     W1, W2 = np.meshgrid(ref.w1, ref.w2)
     P = np.stack([W1, W2], -1)
     eta = P @ X.T
@@ -1689,9 +1689,9 @@ def fig_logistic_posterior(rng=1, # data seed
     return fig
 
 # %% ../nbs/01_vi.ipynb #2de898fa
-@lru_cache(maxsize=4)
-def _predictive_grid(seed=1, n=60):
-    X, y, t, ref, lap, vi = _logistic_fits(seed)
+@cache_seeded(maxsize=4)
+def _predictive_grid(data_rng=1, n=60):
+    X, y, t, ref, lap, vi = _logistic_fits(data_rng)
     g = np.linspace(-6, 6, n)
     G1, G2 = np.meshgrid(g, g)
     Xg = np.c_[G1.ravel(), G2.ravel()]
@@ -1706,10 +1706,10 @@ def _predictive_grid(seed=1, n=60):
              "reference (grid)": special.expit(Xg @ Wref.T) @ pw}
     return X, y, G1, G2, {k: v.reshape(n, n) for k, v in preds.items()}
 
-def fig_logistic_predictive(rng=1, # data seed
+def fig_logistic_predictive(data_rng=1, # random generator or seed of the data (1: the book's example)
                            ):
     "Predictive P(y=1|x): plug-in MAP, Laplace by Monte Carlo and probit, VI, and the grid reference posterior."
-    X, y, G1, G2, preds = _predictive_grid(rng)
+    X, y, G1, G2, preds = _predictive_grid(data_rng)
     fig, axes = new_figure(1, 5, width=18, height=3.7)
     for ax, (name, p) in zip(axes, preds.items()):
         cs = ax.contourf(G1, G2, p, levels=np.linspace(0, 1, 11), cmap="RdBu_r")

@@ -479,3 +479,29 @@ def test_non_finite_counts_get_a_named_error(call):
     "Chapters validate counts with utils.check_count: inf/nan give a ValueError naming the argument."
     with pytest.raises(ValueError, match="must be an integer >= "):
         call()
+
+
+def test_cache_seeded_caches_int_seeds_and_nothing_else():
+    "One memoiser for every cached run of the book: int seeds (also numpy ints, by keyword or position) share one entry; None, SeedSequence and Generator run afresh."
+    from bayesnotes.utils import cache_seeded, int_seed
+    calls = []
+
+    @cache_seeded(maxsize=4)
+    def run(n, rng=0, data_rng=1):
+        calls.append((n, rng, data_rng))
+        return as_rng(rng).normal(size=n) + as_rng(data_rng).normal()
+
+    a = run(2, 5)
+    assert run(2, rng=np.int64(5)) is a and run(2, 5, 1) is a and len(calls) == 1
+    assert run(2, 5, data_rng=2) is not a and len(calls) == 2                  # every random argument is part of the key
+    g = np.random.default_rng(0)
+    assert not np.array_equal(run(2, g), run(2, g)) and len(calls) == 4          # a Generator is used, never looked up
+    run(2, None); run(2, np.random.SeedSequence(1)); assert len(calls) == 6
+    assert run.cache_info().currsize == 2
+
+    @cache_seeded(copy=True)
+    def table(rng=0): return {"x": [int_seed(rng)]}
+    t = table(3); t["x"].append(99)
+    assert table(3) == {"x": [3]}                                                 # a caller's change never reaches the cache
+    with pytest.raises(ValueError, match="no argument named rng"):
+        cache_seeded()(lambda n: n)
