@@ -236,8 +236,10 @@ def _make_kernel(name, target, uses_grad, make_program, params):
 
 _SCALAR_PARAMS = ("scale", "step_size")
 
-def _check_params(dim, **kw):
-    "Validate step sizes (scalar or per chain) and diagonal inverse masses ((dim,) or (chain, dim))."
+def _kernel_target(target, dim, **kw):
+    "`as_target(target, dim)` after validating the kernel's step sizes (scalar or per chain) and diagonal inverse masses ((dim,) or (chain, dim))."
+    target = as_target(target, dim)
+    dim = target.dim
     for k, v in kw.items():
         if v is None:
             continue
@@ -247,6 +249,7 @@ def _check_params(dim, **kw):
                 raise ValueError(f"`{k}` must be a scalar or have one entry per chain, got shape {a.shape}")
         elif a.shape not in ((), (dim,)) and not (a.ndim == 2 and a.shape[1] == dim):
             raise ValueError(f"`{k}` must be a scalar, shape ({dim},) or (n_chains, {dim}), got {a.shape}")
+    return target
 
 def _info(accept_prob, accepted, n_eval, energy, divergent=False, n_grad=0, tree_depth=0):
     return Info(float(accept_prob), bool(accepted), bool(divergent), int(n_grad), int(n_eval), int(tree_depth),
@@ -258,8 +261,7 @@ def rwmh(target,          # a `Target`, or a log density of one point (dim,) tog
          inv_mass=None,   # diagonal proposal covariance, shape (dim,) or (chain, dim); default identity
          dim=None):       # dimension, needed only when `target` is a plain function
     "Random-walk Metropolis kernel with proposal N(x, scale^2 diag(inv_mass))."
-    target = as_target(target, dim)
-    _check_params(target.dim, scale=scale, inv_mass=inv_mass)
+    target = _kernel_target(target, dim, scale=scale, inv_mass=inv_mass)
     def make_program(scale, inv_mass):
         sd = scale * np.sqrt(inv_mass)
         def program(rng, x, lp, g):
@@ -278,8 +280,7 @@ def mala(target,          # a `Target` (gradients by autograd), or an autograd l
          inv_mass=None,   # diagonal preconditioner M^-1, shape (dim,) or (chain, dim); default identity
          dim=None):       # dimension, needed only for a plain function
     "Metropolis-adjusted Langevin kernel: proposal N(x + eps^2/2 M^-1 grad, eps^2 M^-1) with the Hastings correction."
-    target = as_target(target, dim)
-    _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
+    target = _kernel_target(target, dim, step_size=step_size, inv_mass=inv_mass)
     def make_program(step_size, inv_mass):
         e2, m = step_size ** 2, inv_mass
         def program(rng, x, lp, g):
@@ -358,8 +359,7 @@ def hmc(target,            # a `Target`, or an autograd log density with `dim`
         inv_mass=None,     # diagonal inverse mass matrix, shape (dim,) or (chain, dim); default identity
         dim=None):         # dimension, needed only for a plain function
     "Hamiltonian Monte Carlo kernel with a fixed number of leapfrog steps and a Metropolis correction."
-    target = as_target(target, dim)
-    _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
+    target = _kernel_target(target, dim, step_size=step_size, inv_mass=inv_mass)
     L = check_count("n_steps", n_steps)
     def make_program(step_size, inv_mass):
         m = inv_mass
@@ -626,8 +626,7 @@ def nuts(target,           # a `Target`, or an autograd log density with `dim`
          max_depth=10,     # maximum tree depth (at most 2^max_depth - 1 leapfrog steps per draw)
          dim=None):        # dimension, needed only for a plain function
     "No-U-Turn sampler with multinomial trajectory sampling and the generalised U-turn criterion, as Stan does it."
-    target = as_target(target, dim)
-    _check_params(target.dim, step_size=step_size, inv_mass=inv_mass)
+    target = _kernel_target(target, dim, step_size=step_size, inv_mass=inv_mass)
     max_depth = check_count("max_depth", max_depth)
     def make_program(step_size, inv_mass):
         return _nuts_program(step_size, inv_mass, max_depth)
@@ -640,8 +639,7 @@ def slice_sampler(target,           # a `Target`, or a log density of one point 
                   max_steps_out=32, # limit m on the number of stepping-out steps (split randomly between the sides)
                   dim=None):        # dimension, needed only for a plain function
     "Coordinate-wise slice sampler with stepping out and shrinkage (Neal 2003); one step = one sweep over all coordinates."
-    target = as_target(target, dim)
-    _check_params(target.dim, width=width)
+    target = _kernel_target(target, dim, width=width)
     m_out = check_count("max_steps_out", max_steps_out, minimum=0)
     def make_program(width):
         w_all = np.broadcast_to(width, (target.dim,))
