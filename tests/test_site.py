@@ -461,6 +461,12 @@ def test_tag_cells_on_a_small_notebook(tmp_path):
     assert tag.main([str(p), "--check"]) == 0 and p.read_text() == before, "a second run changes something"
 
 
+def test_the_book_notebooks_are_tagged():
+    "Every chapter carries its website cell options: a new test cell or figure without them fails here, not on the page."
+    tag = _tools("tag_cells")
+    assert tag.main(["--check"]) == 0, "run `make tag-cells` and commit the notebooks"
+
+
 def test_core_figures_are_2x_files_shown_at_their_size(site):
     "Figures are PNG files beside the page, loaded lazily, with twice the pixels of their display size."
     soup = site.pages[page_of(CORE)]
