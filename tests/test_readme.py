@@ -21,17 +21,18 @@ def test_readme_in_sync_with_index():
 
 
 def test_readme_carries_the_index_content():
-    "Every heading and every code block of the landing page is in the README, citations are resolved."
+    "Every heading and every code block of the landing page, then of the maintainers' page (one level down), is in the README."
     text = _make_readme().readme_text(ROOT)
-    nb = json.loads((ROOT / "nbs" / "index.ipynb").read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
-        if cell["cell_type"] == "markdown":
-            for line in src.splitlines():
-                if line.startswith("#"):
-                    assert line in text, f"heading {line!r} missing from the README"
-        elif not src.lstrip().startswith("#|"):
-            assert src.strip() in text, f"code cell missing from the README:\n{src}"
+    for name, demoted in (("index.ipynb", ""), ("contributing.ipynb", "#")):
+        nb = json.loads((ROOT / "nbs" / name).read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                for line in src.splitlines():
+                    if line.startswith("#"):
+                        assert demoted + line in text, f"heading {line!r} of {name} missing from the README"
+            elif not src.lstrip().startswith("#|"):
+                assert src.strip() in text, f"code cell of {name} missing from the README:\n{src}"
     assert "[@" not in text, "an unresolved citation in the README"
 
 

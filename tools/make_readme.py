@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Generate README.md from the landing-page notebook (settings.ini `readme_nb`, nbs/index.ipynb), without Quarto.
+"""Generate README.md from the landing-page notebook (settings.ini `readme_nb`, nbs/index.ipynb), followed by the
+notebooks listed in `readme_extra_nbs` (their headings one level down), without Quarto.
 
     python tools/make_readme.py            # write README.md
     python tools/make_readme.py --check    # exit 1 if README.md is out of date
@@ -76,18 +77,23 @@ def _fix_links(md: str, nbs_rel: str) -> str:
     return re.sub(r"(\]\(\s*<?)([^)\s>]+)", sub, md)
 
 
-def readme_text(root: Path | None = None) -> str:
-    "The README.md that the landing-page notebook generates."
-    root = Path(root or HERE.parent).resolve()
-    cfg = _settings(root)
-    nbs_rel = cfg.get("nbs_path", "nbs")
-    nb_path = root / nbs_rel / cfg.get("readme_nb", "index.ipynb")
-    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+def _demote(md: str) -> str:
+    "Headings one level down (outside code fences): an appended page's title becomes a section of the README."
+    out, fence = [], False
+    for line in md.split("\n"):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        out.append("#" + line if not fence and re.match(r"#{1,5} ", line) else line)
+    return "\n".join(out)
+
+
+def _cells_markdown(nb, demote=False) -> list[str]:
+    "The README blocks of one notebook's cells."
     parts = []
     for cell in nb["cells"]:
         src = _src(cell)
         if cell["cell_type"] == "markdown":
-            parts.append(src.strip("\n"))
+            parts.append(_demote(src.strip("\n")) if demote else src.strip("\n"))
         elif cell["cell_type"] == "code":
             dirs, code = _directives(src)
             if HIDE & set(dirs) or dirs.get("include") == "false":
@@ -96,6 +102,19 @@ def readme_text(root: Path | None = None) -> str:
                 parts.append(f"```python\n{code}\n```")
             for o in _outputs(cell):
                 parts.append(o.strip("\n") if o.lstrip().startswith(("|", "#", "<")) else f"```\n{o.rstrip()}\n```")
+    return parts
+
+
+def readme_text(root: Path | None = None) -> str:
+    "The README.md that the landing-page notebook generates."
+    root = Path(root or HERE.parent).resolve()
+    cfg = _settings(root)
+    nbs_rel = cfg.get("nbs_path", "nbs")
+    nb_path = root / nbs_rel / cfg.get("readme_nb", "index.ipynb")
+    extra = [root / nbs_rel / n for n in cfg.get("readme_extra_nbs", "").split()]
+    parts = []
+    for path in [nb_path] + extra:
+        parts += _cells_markdown(json.loads(path.read_text(encoding="utf-8")), demote=path != nb_path)
     md = "\n\n".join(p for p in parts if p.strip()) + "\n"
     md = _fix_links(md, nbs_rel)
     bibfile = root / nbs_rel / "references.bib"
@@ -108,7 +127,7 @@ def readme_text(root: Path | None = None) -> str:
             raise SystemExit(f"{nb_path.name}: unknown citation keys {sorted(set(cited.unknown))} (not in {bibfile.name})")
         if cited.keys:
             md = md.rstrip("\n") + "\n\n## References\n\n" + bib.references_markdown(cited.keys) + "\n"
-    return HEADER.format(nb=f"{nbs_rel}/{nb_path.name}") + md
+    return HEADER.format(nb=" and ".join(f"{nbs_rel}/{p.name}" for p in [nb_path] + extra)) + md
 
 
 def main(argv=None):
