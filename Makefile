@@ -24,7 +24,7 @@ OLDEST_PYTHON ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/$(MIN_PY).*
 DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py --ignore=tests/test_compat.py
 
 .PHONY: help venv test test-slow seed-sweep nb-margins test-latest test-oldest lock site serve figures export clean readme \
-        test-browser site-weight tag-cells chromium
+        test-browser test-jupyterlab site-weight tag-cells chromium
 
 help:
 	@echo "make test     run every test: tests/ and all notebooks (nbval), with timings"
@@ -32,6 +32,7 @@ help:
 	@echo "make serve    build the website and serve it on http://127.0.0.1:8000"
 	@echo "make figures  regenerate every chapter's figures into figures/<chapter>/ (PNG and SVG)"
 	@echo "make test-browser  build the website, then check it offline in headless Chromium (installs Debian's chromium)"
+	@echo "make test-jupyterlab  every chapter in JupyterLab (headless Chromium): all cells run, every widget moved"
 	@echo "make site-weight   page weight of the built website (_docs/): the heaviest pages and the total"
 	@echo "make tag-cells     give the chapter notebooks their website cell options (tools/tag_cells.py; idempotent)"
 	@echo "make export   nbdev_export + nbdev_clean + README after editing notebooks"
@@ -109,6 +110,9 @@ chromium:
 test-browser: $(STAMP) chromium
 	$(PY) tools/build_site.py
 	BAYESNOTES_SITE=$(shell sed -n "s/^doc_path *= *//p" settings.ini) $(PY) -m pytest -p no:xdist -m browser -v tests/test_browser.py
+
+test-jupyterlab: $(STAMP) chromium
+	$(PY) -m pytest -p no:xdist -m jupyterlab -v -s tests/test_jupyterlab.py
 
 site-weight: $(STAMP)
 	$(PY) tools/site_weight.py $(shell sed -n "s/^doc_path *= *//p" settings.ini)
