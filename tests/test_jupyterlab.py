@@ -124,7 +124,8 @@ def test_chapter_runs_in_jupyterlab_and_its_widgets_respond(lab, chromium, name)
     page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: console.append(str(e)))
     try:
-        page.goto(f"{lab}/lab/tree/nbs/{name}?token={TOKEN}")
+        # a workspace of its own, reset: otherwise JupyterLab reopens the previous chapters as hidden tabs
+        page.goto(f"{lab}/lab/workspaces/{Path(name).stem}/tree/nbs/{name}?token={TOKEN}&reset")
         page.wait_for_function(KERNEL_IDLE, timeout=180_000, polling=250)
         page.wait_for_function("() => window.jupyterapp.shell.currentWidget.context.isReady", timeout=120_000)
         for _ in range(5):                    # the command is a no-op while the notebook is still being set up
@@ -139,6 +140,8 @@ def test_chapter_runs_in_jupyterlab_and_its_widgets_respond(lab, chromium, name)
             page.wait_for_timeout(500)
             state = page.evaluate(STATE)
             quiet = quiet + 1 if state["idle"] and not state["running"] else 0
+        panel = "#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+        assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"nbs/{name}"
         errors = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-OutputArea-output'))
             .filter(e => e.querySelector('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')
                          || e.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr'
@@ -146,7 +149,7 @@ def test_chapter_runs_in_jupyterlab_and_its_widgets_respond(lab, chromium, name)
             .map(e => e.innerText.slice(0, 400))""")
         assert not errors, f"{name}: output on stderr or a traceback:\n" + "\n---\n".join(errors)
         assert not state["unrun"], f"{name}: code cells not run (run-all stopped early): {state['unrun'][:10]}"
-        widgets = page.locator(".widget-interact")
+        widgets = page.locator(f"{panel} .widget-interact")
         times = []
         for i in range(widgets.count()):
             w = widgets.nth(i)
