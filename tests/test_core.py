@@ -80,11 +80,11 @@ def test_log_normalize_and_ess_properties(seed):
     for _ in range(20):
         lw = rng.normal(scale=5, size=50) + rng.normal(scale=300)   # arbitrary offset: invariance
         W, lse = log_normalize(lw)
-        assert np.isclose(W.sum(), 1) and np.all(W >= 0)
+        assert np.isclose(W.sum(), 1) and np.all(W >= 0)   # invariant: normalised weights are non-negative
         from scipy.special import logsumexp
         assert np.isclose(lse, logsumexp(lw)) and np.allclose(W, np.exp(lw - logsumexp(lw)))
         e = ess(lw)
-        assert 1 - 1e-9 <= e <= 50 + 1e-9
+        assert 1 - 1e-9 <= e <= 50 + 1e-9   # invariant: ESS lies in [1, N]
         assert np.isclose(e, ess(lw + 123.0))
     assert np.isclose(ess(np.zeros(7)), 7)
     assert np.isclose(ess(np.r_[0.0, np.full(9, -np.inf)]), 1)
@@ -153,7 +153,7 @@ def test_kl_gauss_properties_and_quadrature(seed):
         A = rng.normal(size=(d, d)); S0 = A @ A.T + np.eye(d)
         B = rng.normal(size=(d, d)); S1 = B @ B.T + np.eye(d)
         m0, m1 = rng.normal(size=d), rng.normal(size=d)
-        assert kl_gauss(m0, S0, m1, S1) > 0
+        assert kl_gauss(m0, S0, m1, S1) > 0   # invariant: KL of two different Gaussians is positive
         assert np.isclose(kl_gauss(m0, S0, m0, S0), 0, atol=1e-12)
     # 1-d: against numerical integration of q log(q/p)
     q, p = stats.norm(0.3, 0.8), stats.norm(-1.0, 1.7)

@@ -494,7 +494,7 @@ def test_quantile_regression_and_pinball(seed):
         b = quantile_regression(Phi, y, tau)
         base = pinball_loss(y, Phi @ b, tau).sum()
         for db in rng.normal(scale=0.05, size=(20, 2)):                    # an LP optimum: no better neighbour
-            assert pinball_loss(y, Phi @ (b + db), tau).sum() >= base - 1e-9
+            assert pinball_loss(y, Phi @ (b + db), tau).sum() >= base - 1e-9   # invariant: the LP solution is optimal: no perturbation lowers the loss
         # a fitted quantile line leaves a fraction ~tau of the points below it (exact up to p/n for an LP fit)
         assert abs(np.mean(y < Phi @ b) - tau) <= 2 / len(y) + 1e-12
 

@@ -293,7 +293,7 @@ def test_geyer_steps_reproduce_the_ess(seed):
     x = ar1_chains(0.8, 4, 1000, rng=seed(17))
     g = geyer_steps(x)
     assert np.isclose(ess_mean(x), x.size / max(g["tau"], 1 / np.log10(x.size)))
-    assert np.all(g["pairs"][:g["cut"]] >= 0) and (g["cut"] == len(g["pairs"]) or g["pairs"][g["cut"]] < 0)
+    assert np.all(g["pairs"][:g["cut"]] >= 0) and (g["cut"] == len(g["pairs"]) or g["pairs"][g["cut"]] < 0)   # invariant: Geyer's pair sums are positive up to the cut, by its definition
     # why the sum must be cut: a single chain's 1/N-normalised autocorrelations sum to exactly 0 over all lags
     assert abs(1 + 2 * autocorr(x[0])[1:].sum()) < 1e-9
 

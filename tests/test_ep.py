@@ -47,7 +47,7 @@ def test_kl_projections_match_numerical_minimisation(case, seed):
     # the exact statements of the chapter
     assert np.allclose(m_projection_diag(mean, cov)[1], np.diag(cov), rtol=1e-14)
     assert np.allclose(i_projection_diag(mean, cov)[1], 1 / np.diag(np.linalg.inv(cov)), rtol=1e-10)
-    assert np.all(i_projection_diag(mean, cov)[1] <= np.diag(cov))
+    assert np.all(i_projection_diag(mean, cov)[1] <= np.diag(cov))   # invariant: the diagonal I-projection variance 1 / Lambda_ii is at most Sigma_ii
 
 
 def test_alpha_projection_limits_and_family():

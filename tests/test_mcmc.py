@@ -29,7 +29,7 @@ def test_mh_detailed_balance_exact(seed):
         Q = rng.uniform(size=(n, n)); Q /= Q.sum(1, keepdims=True)
         P = mh_transition_matrix(p, Q)
         pi = p / p.sum()
-        assert np.allclose(P.sum(1), 1) and np.all(P >= -1e-15)
+        assert np.allclose(P.sum(1), 1) and np.all(P >= -1e-15)   # invariant: a transition matrix is a stochastic matrix
         flow = pi[:, None] * P
         assert np.allclose(flow, flow.T, atol=1e-14)          # detailed balance
         assert np.allclose(pi @ P, pi, atol=1e-14)            # invariance
@@ -367,7 +367,7 @@ def test_energy_statistics_and_e_bfmi(seed):
     t = correlated_gaussian(0.5)
     res = sample("nuts", t, None, 200, 300, 4, rng=seed(0))
     # the energy of a Hamiltonian transition is -log p(x) + kinetic energy >= -log p(x); a random walk records -log p
-    assert np.all(res.stats.energy >= -res.stats.logdensity - 1e-9)
+    assert np.all(res.stats.energy >= -res.stats.logdensity - 1e-9)   # invariant: kinetic energy is non-negative
     assert np.any(res.stats.energy > -res.stats.logdensity + 1e-3)
     assert np.array_equal(res.e_bfmi, e_bfmi(res.stats.energy)) and res.e_bfmi.shape == (4,)
     rw = sample("rwmh", t, None, 100, 100, 2, rng=seed(1))

@@ -437,7 +437,7 @@ def test_qmc_point_sets(seed):
         for j in range(3):
             assert np.array_equal(np.sort(np.floor(x[:, j] * 256)), np.arange(256))
     x = qmc_points(100, 5, rng=seed(1), method="halton", randomize="shift")
-    assert x.shape == (100, 5) and np.all((x >= 0) & (x < 1))
+    assert x.shape == (100, 5) and np.all((x >= 0) & (x < 1))   # invariant: QMC points lie in [0, 1)^d
     with pytest.raises(ValueError, match="power of 2"): qmc_points(100, 2, rng=seed(0))
     with pytest.raises(ValueError, match="method"): qmc_points(8, 2, rng=seed(0), method="grid")
     with pytest.raises(ValueError, match="randomize"): qmc_points(8, 2, rng=seed(0), randomize="owen")

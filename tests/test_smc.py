@@ -341,7 +341,7 @@ def test_ibis_gaussian_known_variance(seed):
     se = le.std(ddof=1) / np.sqrt(len(le))          # replicate-based standard error: Student t with 19 df
     assert abs(le.mean() - logZ) < 7.1 * se + le.var() / 2 + 1e-3, (le, logZ)   # t_19 at 7.1: false alarm 1e-6
     for r in runs[:5]:
-        assert len(r.move_steps) >= 1 and np.all(np.diff(r.move_steps) > 0)
+        assert len(r.move_steps) >= 1 and np.all(np.diff(r.move_steps) > 0)   # invariant: move steps are recorded in increasing order
         # 5 runs at 5.5 approximate SEs (ESS-based): 5.2 for 1e-6, widened for the ESS approximation
         assert abs(r.means[-1, 0] - post_mean) < 5.5 * np.sqrt(post_var / r.ess[-1])
         assert abs(r.variances[-1, 0] / post_var - 1) < 0.25   # variance of 1000 weighted draws: rel. SE ~ 0.06

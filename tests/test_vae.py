@@ -134,12 +134,12 @@ def test_iwae_converges_to_exact_log_likelihood(seed):
 
 def test_samples_shape_and_range(small_vae, seed):
     s = small_vae.sample(50, rng=seed(0))
-    assert s.shape == (50, 64) and s.min() >= 0 and s.max() <= 1
+    assert s.shape == (50, 64) and s.min() >= 0 and s.max() <= 1   # invariant: Bernoulli means lie in [0, 1]
     b = small_vae.sample(50, rng=seed(0), binary=True)
     assert b.shape == (50, 64) and set(np.unique(b)) <= {0., 1.}
     assert np.array_equal(small_vae.sample(3, rng=seed(4)), small_vae.sample(3, rng=seed(4)))   # seeded
     r = small_vae.reconstruct(np.zeros((2, 64)))
-    assert r.shape == (2, 64) and np.all((r >= 0) & (r <= 1))
+    assert r.shape == (2, 64) and np.all((r >= 0) & (r <= 1))   # invariant: reconstructions are probabilities
     mu, sig = small_vae.encode(np.ones((3, 64)))
     assert mu.shape == sig.shape == (3, 2) and np.all(sig > 0)
     assert 0 <= small_vae.active_units(np.eye(64)) <= 2

@@ -167,7 +167,7 @@ def test_cavi_ising_monotone(schedule, damping, seed):
     for k in range(3):
         y = img + 2.0 * np.random.default_rng(seed(k)).standard_normal(img.shape)
         res = cavi_ising(y, J=1.0, sigma=2.0, n_iter=20, damping=damping, schedule=schedule)
-        assert np.all(np.diff(res.elbo) >= -1e-8)
+        assert np.all(np.diff(res.elbo) >= -1e-8)   # invariant: coordinate ascent never lowers the ELBO
         assert res.snapshots.shape == (21, 40, 40) and np.all(np.abs(res.mean) <= 1)
         assert np.mean(np.sign(res.mean) == img) > 0.85          # thresholding the noisy image gets ~0.69
 
@@ -270,7 +270,7 @@ def test_vbem_faithful_prunes_to_two_components_monotone(seed):
     X = faithful_std()
     for k in range(4):
         g = cavi_gmm(X, K=6, alpha0=1e-3, m0=np.zeros(2), W0=np.eye(2), nu0=2, rng=seed(k))
-        assert np.all(np.diff(g.elbo) >= -1e-8)
+        assert np.all(np.diff(g.elbo) >= -1e-8)   # invariant: VBEM never lowers the ELBO
         assert np.sum(g.weights > 0.01 / 6) == 2
         big = np.sort(g.weights)[-2:]
         assert np.allclose(big, [0.357, 0.643], atol=0.01)      # short and long eruptions, ~36% / ~64%
