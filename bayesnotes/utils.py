@@ -24,8 +24,9 @@ def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSeq
         return rng
     if rng is None or isinstance(rng, np.random.SeedSequence):
         return np.random.default_rng(rng)
-    if int_seed(rng) is not None:
-        return np.random.default_rng(int_seed(rng))
+    seed = int_seed(rng)
+    if seed is not None:
+        return np.random.default_rng(seed)
     raise ValueError(f"rng must be None, a non-negative int seed, a SeedSequence or a numpy.random.Generator, "
                      f"got {rng!r}")
 
@@ -33,8 +34,9 @@ def spawn_rng(rng,   # None, an int seed, a SeedSequence or a Generator (as for 
               k:int, # which derived stream (k >= 1)
              ):
     "The k-th stream derived from `rng`: the seed rng + k for an int (integer seeds keep the book's exact numbers), else an independent child generator."
-    if int_seed(rng) is not None:
-        return int_seed(rng) + int(k)
+    seed = int_seed(rng)
+    if seed is not None:
+        return seed + int(k)
     return as_rng(rng).spawn(1)[0]
 
 def int_seed(rng, # any value passed as `rng`

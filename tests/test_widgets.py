@@ -18,12 +18,16 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "nbs").glob("[0-9]*.ipynb"))
 
 
-def _code(nb_path):
+def _sources(nb_path):
+    "The source of every code cell, as written."
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            src = "".join(cell["source"])
-            yield "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("#|", "%", "!")))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _code(nb_path):
+    "Code cells without their `#|` directives and shell/magic lines, ready for `ast.parse`."
+    for src in _sources(nb_path):
+        yield "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("#|", "%", "!")))
 
 
 def _params(node):
@@ -52,16 +56,11 @@ def _interact_calls(nb_path):
 
 
 def _default_exp(nb_path):
-    for src in _code_with_directives(nb_path):
+    for src in _sources(nb_path):
         for line in src.splitlines():
             if line.startswith("#| default_exp"):
                 return line.split()[-1]
     raise AssertionError(f"{nb_path.name} has no default_exp")
-
-
-def _code_with_directives(nb_path):
-    nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 def test_there_are_widgets_to_check():
