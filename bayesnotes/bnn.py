@@ -106,7 +106,7 @@ def mlp_prior_std(sizes,           # layer widths (n_0, ..., n_L)
     return np.concatenate(parts)
 
 def mlp_init(sizes,           # layer widths (n_0, ..., n_L)
-             rng,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+             rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
              weight_scale=1., # alpha_l (see `mlp_prior_std`)
              bias_scale=1.,   # beta_l (see `mlp_prior_std`)
              n_draws:int=None, # number of independent draws; None gives a single vector
@@ -151,7 +151,7 @@ def mlp_apply(params,             # flat parameters (..., P); leading axes index
 # %% ../nbs/07_bnn.ipynb #b66bacf8
 def sample_prior_functions(x,                # inputs, shape (N,) or (N, 1)
                            n_functions:int,  # number of functions
-                           rng,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                           rng=None,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                            hidden=(50,),     # hidden widths
                            activation="sigmoid", # nonlinearity
                            weight_scale=1.,  # alpha_l per layer
@@ -189,7 +189,7 @@ def toy_function(x): # inputs (any shape)
     return -(np.asarray(x, float) + 1.) * np.sin(3. * np.pi * np.asarray(x, float))
 
 def toy_regression_data(n:int,                # number of points
-                        rng,                  # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                        rng=None,                  # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                         noise_std:float=0.3,  # observation noise sd
                         low:float=-1.0,       # lower end of the input range
                         high:float=1.0,       # upper end of the input range
@@ -505,14 +505,14 @@ class DropoutFit(RegressionFit):
                 ):
         super().__init__(**kw); self.params, self.keep = params, keep
     def masks(self,
-              rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-              lead,  # leading shape of each mask, e.g. (S, 1)
+              lead,        # leading shape of each mask, e.g. (S, 1)
+              rng=None,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
              ) -> list:
         "Bernoulli(keep) masks, one array per hidden layer, shaped lead + (width,)."
         rng = as_rng(rng)
         return [(rng.random(tuple(lead) + (h,)) < self.keep).astype(float) for h in self.sizes[1:-1]]
     def _sample_functions(self, X, n_draws, rng):
-        m = self.masks(as_rng(rng), (n_draws, 1))          # one mask per draw, shared over inputs
+        m = self.masks((n_draws, 1), rng=rng)          # one mask per draw, shared over inputs
         return mlp_apply(self.params, X, self.sizes, self.activation, masks=m)[..., 0], np.full(n_draws, self.noise_std)
 
 def mc_dropout(X,                    # inputs, shape (N, d)
@@ -549,7 +549,7 @@ def mc_dropout(X,                    # inputs, shape (N, d)
                      trace=None, method=f"MC dropout (p={p_drop:g})")
     def objective(th, t):
         idx, ls = batches[t][0], _log_noise(th, noise_std)
-        m = fit.masks(rng, (int(n_mc), len(idx)))        # one mask per data point, as in training with dropout
+        m = fit.masks((int(n_mc), len(idx)), rng=rng)        # one mask per data point, as in training with dropout
         f = mlp_apply(th["w"], X[idx], sizes, activation, masks=m)[..., 0]
         ll = anp.mean(anp.sum(_gauss_loglik(y[idx], f, ls), axis=-1)) * (N / len(idx))
         return (ll - 0.5 * anp.sum(decay * th["w"] ** 2)) / N

@@ -69,10 +69,10 @@ def mvn_logpdf(x,    # points, shape (..., d)
     out = -0.5 * (d * np.log(2 * np.pi) + logdet + np.sum(z**2, axis=0))
     return out.reshape(x.shape[:-1])
 
-def mvn_sample(rng,   # numpy Generator or seed
-               mean,  # mean, shape (d,)
-               cov,   # covariance, shape (d, d)
+def mvn_sample(mean,       # mean, shape (d,)
+               cov,        # covariance, shape (d, d)
                size:int=1, # number of draws
+               rng=None,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
               ) -> np.ndarray:
     "Draw `size` samples of N(mean, cov) as mean + L eps, returned with shape (size, d)."
     rng = as_rng(rng)
@@ -295,7 +295,7 @@ def adam(grad_fn:Callable, # params -> gradient of the objective to MAXIMISE
 def fig_gaussian_samples(rng=0): # random generator or seed (SPEC 7); the figure's default is fixed
     "Draws of a correlated Gaussian via Cholesky, with 1- and 2-sigma ellipses of the exact covariance."
     S = np.array([[1.0, 0.8], [0.8, 1.0]])
-    xs = mvn_sample(rng, np.zeros(2), S, size=1000)
+    xs = mvn_sample(np.zeros(2), S, size=1000, rng=rng)
     L = linalg.cholesky(S, lower=True)
     t = np.linspace(0, 2 * np.pi, 200)
     fig, ax = new_figure(width=4.2, height=4.2)

@@ -1160,7 +1160,7 @@ def _poly(x, degree=5):
     return np.vander(x / 5.0, degree + 1, increasing=True)
 
 def heteroscedastic_data(n,      # number of points
-                         rng):   # numpy Generator or seed
+                         rng=None):   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
     "Toy regression data: y = 2 sin(1.5 x) + x / 2 + noise with sd 0.1 + 0.3 x, x ~ U(0, 5)."
     rng = as_rng(rng)
     x = rng.uniform(0, 5, n)

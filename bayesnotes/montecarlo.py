@@ -67,7 +67,7 @@ class PiEstimate(NamedTuple):
     inside: np.ndarray   # boolean mask of points inside the disc, shape (n,)
 
 def estimate_pi(n:int,             # number of uniform points
-                rng,               # numpy Generator or seed
+                rng=None,               # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                 radius:float=1.0,  # disc radius r (points are uniform on [-r, r]^2)
                ) -> PiEstimate:
     "Estimate pi as 4 E[1{X^2+Y^2 <= r^2}] with (X, Y) uniform on the square [-r, r]^2."
@@ -132,7 +132,7 @@ def _open_uniform(rng, size):
 
 def inverse_cdf_sample(ppf:Callable, # vectorised quantile function F^{-1}: (n,) probabilities -> (n,) values
                        n:int,        # number of draws
-                       rng,          # numpy Generator or seed
+                       rng=None,          # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                       ) -> np.ndarray:
     "Draw `n` samples as F^{-1}(U) with U uniform on the open interval (0, 1)."
     if not callable(ppf):
@@ -171,7 +171,7 @@ def fig_inverse_cdf(rate:float=1.0, # exponential rate lambda
 
 # %% ../nbs/03_montecarlo.ipynb #64ee6e77
 def box_muller(n:int,            # number of standard normal draws
-               rng,              # numpy Generator or seed
+               rng=None,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                polar:bool=True,  # Marsaglia's polar form (True) or the basic sin/cos form (False)
               ) -> np.ndarray:
     "`n` independent N(0, 1) draws from uniforms by the Box-Muller transform, shape (n,)."
@@ -261,7 +261,7 @@ def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised)
                      proposal,            # scipy.stats frozen distribution, or object with rvs/logpdf
                      log_M:float,         # log of M with target(x) <= M q(x) for all x
                      n:int,               # number of accepted draws wanted
-                     rng,                 # numpy Generator or seed
+                     rng=None,                 # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                      max_proposals:int=10_000_000, # give up (RuntimeError) after this many proposals
                     ) -> RejectionResult:
     "Exact draws from target/Z by rejection from the envelope M q; raises if the envelope fails at a proposed point."
@@ -405,7 +405,7 @@ def _ars_hull(x, h, dh, lo, hi):
 
 def adaptive_rejection_sample(log_target:Callable, # log-concave log density, vectorised, written with autograd.numpy
                               n:int,               # number of draws
-                              rng,                 # numpy Generator or seed
+                              rng=None,                 # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                               init=(-1.0, 1.0),    # starting abscissae (at least 2, inside the support)
                               bounds=(-np.inf, np.inf), # support (lo, hi)
                               grad:Callable=None,  # vectorised derivative of log_target; autograd when None
@@ -506,7 +506,7 @@ class ISResult(NamedTuple):
 def importance_sample(log_target:Callable, # vectorised log target (normalised or not): draws -> (n,)
                       proposal,            # scipy.stats frozen distribution, or object with rvs/logpdf
                       n:int,               # number of proposal draws
-                      rng,                 # numpy Generator or seed
+                      rng=None,                 # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                       f:Callable=None,     # function whose expectation is wanted: draws -> (n,) or (n, k); default identity
                       self_normalized:bool=True, # self-normalise (True) or use the direct estimator (normalised target only)
                      ) -> ISResult:
@@ -618,7 +618,7 @@ def control_variate_estimate(f_vals,  # f(x_s) at independent draws, shape (n,)
 # %% ../nbs/03_montecarlo.ipynb #455bfcf1
 def antithetic_estimate(f:Callable, # vectorised integrand on [0, 1]^dim: (n,) or (n, dim) -> (n,)
                         n:int,      # number of antithetic pairs (2n evaluations of f)
-                        rng,        # numpy Generator or seed
+                        rng=None,        # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                         dim:int=1,  # dimension of the uniform input
                        ) -> MCEstimate:
     "Estimate E[f(U)], U ~ U(0,1)^dim, from n pairs (U, 1 - U); the stderr uses the n independent pair means."
@@ -672,7 +672,7 @@ def _qmc_engine(cls, d, scramble, rng):
 
 def qmc_points(n:int,                    # number of points (a power of 2 for Sobol)
                dim:int,                  # dimension D
-               rng,                      # numpy Generator or seed
+               rng=None,                      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                method:str="sobol",       # "sobol", "halton" or "mc" (independent uniforms)
                randomize:str="auto",     # "scramble" (Owen), "digital_shift" (XOR of the binary digits), "shift" (random
                                          # shift mod 1) or None (deterministic); "auto": scramble QMC, nothing for "mc"
@@ -716,7 +716,7 @@ def _replicate_means(f, n, dim, rng, method, randomize, n_reps):
 def rqmc_estimate(f:Callable,               # vectorised integrand on [0,1]^dim: (m,) if dim == 1 else (m, dim) -> (m,)
                   n:int,                    # points per replicate (a power of 2 for Sobol)
                   dim:int,                  # dimension D
-                  rng,                      # numpy Generator or seed
+                  rng=None,                      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                   method:str="sobol",       # "sobol", "halton" or "mc"
                   randomize:str="auto",     # "scramble", "digital_shift" or "shift" ("auto": scramble; not None)
                   n_rep:int=16,            # independent randomisations R

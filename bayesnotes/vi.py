@@ -107,8 +107,8 @@ class GaussianFamily:
     def mean(self): return self.params[:self.dim]
 
     def sample(self,
-               rng,      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                n:int=1,  # number of draws
+               rng=None, # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
               ):
         "n reparameterised draws T(eps) with eps ~ N(0, I), shape (n, d)."
         eps = as_rng(rng).standard_normal((check_count("n", n), self.dim))
@@ -293,7 +293,7 @@ def elbo(logp,                 # log joint density: an autograd-differentiable f
     "Monte Carlo estimate of the ELBO E_q[log p(x, z) - log q(z)] and its standard error."
     q = _check_family(q)
     t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
-    Z = q.sample(rng, n)
+    Z = q.sample(n, rng=rng)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return Estimate(float(ell.mean()), float(ell.std(ddof=1) / np.sqrt(n)))
 
@@ -952,7 +952,7 @@ def score_function_grad(logp,               # log joint: autograd function of z 
     "Score-function (REINFORCE) estimate of the ELBO gradient, optionally with a baseline control variate."
     q = _check_family(q)
     t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 4 if baseline else 2), as_rng(rng)
-    Z = q.sample(rng, n)
+    Z = q.sample(n, rng=rng)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     terms = _score_terms(q.score(Z), ell, baseline)
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
@@ -993,7 +993,7 @@ def fig_gradient_variance(n_rep:int=500, # independent repetitions per point
     names = ["score function", "score function + baseline", "reparameterisation"]
     var = {k: [] for k in names}
     for S in Ss:      # n_rep independent estimates at once: draw n_rep * S points, group them by repetition
-        Z = q.sample(rng, n_rep * S)
+        Z = q.sample(n_rep * S, rng=rng)
         ell = (_logp_values(t, Z) - q.log_prob(Z)).reshape(n_rep, S)
         G = q.score(Z).reshape(n_rep, S, -1)
         for k, b in zip(names[:2], (False, True)):
@@ -1189,7 +1189,7 @@ def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0,
 
 def _score_step(t, q, n, rng):
     "One BBVI step: baselined score-function gradient and the ELBO estimate, both from the same n draws."
-    Z = q.sample(rng, n)
+    Z = q.sample(n, rng=rng)
     ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return _score_terms(q.score(Z), ell, True).mean(0), float(ell.mean())
 
@@ -1405,7 +1405,7 @@ def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a 
     "Importance-weighted (IWAE) lower bound E[log mean_k w_k] on log p(x), with its standard error."
     q = _check_family(q)
     t, K, n, rng = _target(logp, q.dim), check_count("K", K, 1), check_count("n", n, 2), as_rng(rng)
-    Z = q.sample(rng, n * K)
+    Z = q.sample(n * K, rng=rng)
     logw = (_logp_values(t, Z) - np.asarray(q.log_prob(Z), float)).reshape(n, K)
     L = special.logsumexp(logw, axis=1) - np.log(K)
     return Estimate(float(L.mean()), float(L.std(ddof=1) / np.sqrt(n)))
@@ -1538,7 +1538,7 @@ def logistic_predictive(mean,            # posterior mean of the weights, shape 
     if X.ndim != 2 or X.shape[1] != d:
         raise ValueError(f"X must have shape (n, {d}), got {X.shape}")
     if method == "mc":
-        W = mvn_sample(rng, mean, cov, check_count("n_mc", n_mc, 1))     # validates cov (PD) and rng
+        W = mvn_sample(mean, cov, check_count("n_mc", n_mc, 1), rng=rng)     # validates cov (PD) and rng
         p = special.expit(X @ W.T).mean(1)
     elif method in ("probit", "quad"):
         if not np.allclose(cov, cov.T) or np.min(np.linalg.eigvalsh(0.5 * (cov + cov.T))) < -1e-10 * max(1, np.abs(cov).max()):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastcore.docments import docments
 
@@ -88,3 +89,36 @@ def test_diagnostics_does_not_import_samplers():
     code = "import sys, bayesnotes.diagnostics; print(sorted(m for m in sys.modules if m.startswith('bayesnotes.')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "bayesnotes.mcmc" not in loaded and "bayesnotes.vi" not in loaded, loaded
+
+
+# Public signatures whose `rng` may stay required: the SMC protocol hooks, which the engine calls with its own
+# generator (a user's subclass implements them, as in particles' FeynmanKac), and the converters whose subject is
+# the rng argument itself.
+_RNG_REQUIRED = {"utils.spawn_rng", "utils.int_seed"}
+_RNG_HOOKS = ("M0", "M", "sample_initial", "sample_transition", "sample_obs", "sample_optimal")
+
+
+@pytest.mark.parametrize("modname", MODULES)
+def test_rng_is_an_optional_keyword(modname):
+    """SPEC 7 as the glossary states it: every public `rng` has a default, `None` (fresh entropy) for library
+    functions or a fixed int seed for the book's figures and worked examples; no signature requires it."""
+    mod = importlib.import_module(f"bayesnotes.{modname}")
+    bad = {}
+    for q, f in _public_callables(mod):
+        p = inspect.signature(f).parameters.get("rng")
+        if p is None or f"{modname}.{q}" in _RNG_REQUIRED or q.split(".")[-1] in _RNG_HOOKS:
+            continue
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or not (p.default is None or type(p.default) is int):
+            bad[q] = str(p)
+    assert not bad, f"bayesnotes.{modname}: rng without a None/int default: {bad}"
+
+
+def test_rng_none_draws_fresh_entropy():
+    "rng omitted: a fresh generator each call (two calls differ), an int seed repeats, as SPEC 7 prescribes."
+    from bayesnotes.core import mvn_sample
+    from bayesnotes.montecarlo import box_muller, qmc_points
+    from bayesnotes.vi import MeanFieldGaussian
+    for f in (lambda **k: mvn_sample([0., 0.], np.eye(2), size=4, **k), lambda **k: box_muller(6, **k),
+              lambda **k: qmc_points(8, 2, **k), lambda **k: MeanFieldGaussian(2).sample(3, **k)):
+        assert not np.array_equal(f(), f())               # P(equal) = 0 for continuous draws
+        assert np.array_equal(f(rng=5), f(rng=5))

@@ -19,10 +19,10 @@ from bayesnotes.datasets import load_breast_cancer, load_diabetes, load_digits01
 
 # ---------------------------------------------------------------- randomness
 def test_same_seed_same_result(seed):
-    a = mvn_sample(seed(5), [0., 1.], np.eye(2), size=10)
-    b = mvn_sample(np.random.default_rng(seed(5)), [0., 1.], np.eye(2), size=10)
+    a = mvn_sample([0., 1.], np.eye(2), size=10, rng=seed(5))
+    b = mvn_sample([0., 1.], np.eye(2), size=10, rng=np.random.default_rng(seed(5)))
     assert np.array_equal(a, b)
-    assert not np.array_equal(a, mvn_sample(seed(6), [0., 1.], np.eye(2), size=10))
+    assert not np.array_equal(a, mvn_sample([0., 1.], np.eye(2), size=10, rng=seed(6)))
 
 
 @pytest.mark.parametrize("bad", [1.5, "0", True, -1, np.random.RandomState(0)])
@@ -112,7 +112,7 @@ def test_mvn_logpdf_matches_scipy_and_shapes(seed):
 def test_mvn_sample_moments():
     S = np.array([[2., -.7], [-.7, 1.]])
     n = 50000
-    x = mvn_sample(3, [1., 2.], S, size=n)
+    x = mvn_sample([1., 2.], S, size=n, rng=3)
     assert x.shape == (n, 2)
     se_mean = np.sqrt(np.diag(S) / n)
     assert np.all(np.abs(x.mean(0) - [1, 2]) < 5.3 * se_mean)   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
@@ -133,7 +133,7 @@ def test_mvn_bad_input(kw, msg):
     with pytest.raises(ValueError, match=msg):
         mvn_logpdf(np.zeros(2), **kw)
     with pytest.raises(ValueError, match=msg):
-        mvn_sample(0, size=3, **kw)
+        mvn_sample(size=3, rng=0, **kw)
 
 
 def test_mvn_bad_x_and_size():
@@ -143,7 +143,7 @@ def test_mvn_bad_x_and_size():
         mvn_logpdf([np.nan, 0.], [0., 0.], np.eye(2))
     for size in (0, -1, 2.5):
         with pytest.raises(ValueError, match="size"):
-            mvn_sample(0, [0.], [[1.]], size=size)
+            mvn_sample([0.], [[1.]], size=size, rng=0)
 
 
 # ---------------------------------------------------------------- KL
@@ -164,7 +164,7 @@ def test_kl_gauss_properties_and_quadrature(seed):
 def test_kl_mc_agrees_with_closed_form():
     m0, S0 = np.array([0., 1.]), np.array([[1., .5], [.5, 2.]])
     m1, S1 = np.array([1., 0.]), np.array([[2., -.3], [-.3, 1.]])
-    xs = mvn_sample(11, m0, S0, size=20000)
+    xs = mvn_sample(m0, S0, size=20000, rng=11)
     est, se = kl_mc(lambda x: mvn_logpdf(x, m0, S0), lambda x: mvn_logpdf(x, m1, S1), xs)
     assert abs(est - kl_gauss(m0, S0, m1, S1)) < 4.9 * se   # CLT: 4.9 se, false alarm 1e-6
 
