@@ -270,7 +270,7 @@ def calibration_error(y,                          # as in `calibration`
     return float(np.mean(np.abs(cov - lv)))
 
 # %% ../nbs/07_bnn.ipynb #3441783e
-from .utils import blas_threads
+from .utils import blas_threads, shares_parameters
 
 def _gauss_loglik(y, f, log_sigma):
     return -0.5 * np.log(2 * np.pi) - log_sigma - 0.5 * ((y - f) / anp.exp(log_sigma)) ** 2
@@ -336,8 +336,13 @@ class RegressionFit:
 
     def __repr__(self): return f"{type(self).__name__}({self.method}, sizes={self.sizes})"
 
-def _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter, lr, batch_size):
-    "Validate the arguments shared by every method; returns X, y, sizes, prior sd, noise sd, n_iter."
+class _Settings(NamedTuple):
+    "The validated settings every fit shares (declared and documented once, in `fit_map`)."
+    X: np.ndarray; y: np.ndarray; sizes: tuple; prior_std: np.ndarray; activation: str
+    weight_scale: object; bias_scale: object; noise_std: float | None; n_iter: int; lr: float; batch_size: int | None
+
+def _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter=1, lr=1., batch_size=None):
+    "Validate the arguments shared by every method (see `fit_map`)."
     X, y = _check_Xy(X, y)
     sizes = _check_sizes((X.shape[1],) + _check_hidden(hidden) + (1,))
     _activation(activation)
@@ -347,14 +352,26 @@ def _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter
     n_iter = check_count("n_iter", n_iter)
     check_positive("lr", lr)
     if batch_size is not None: check_count("batch_size", batch_size)
-    return X, y, sizes, prior_std, noise_std, int(n_iter)
+    return _Settings(X, y, sizes, prior_std, activation, weight_scale, bias_scale, noise_std, int(n_iter), lr, batch_size)
 
 def _log_sigma0(y): return float(np.log(0.5 * np.std(y) + 1e-3))
 
-def _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std):
+def _init_weights(init, s, rng):
     "Starting weights: a prior draw when `init` is None, else a finite copy of `init` of shape (P,)."
-    if init is None: return mlp_init(sizes, rng, weight_scale, bias_scale)
-    return check_shape("init", check_finite("init", init), prior_std.shape).copy()
+    if init is None: return mlp_init(s.sizes, rng, s.weight_scale, s.bias_scale)
+    return check_shape("init", check_finite("init", init), s.prior_std.shape).copy()
+
+def _with_log_sigma(theta, s, M=None):
+    "Add the trained log noise sd (started at `_log_sigma0`, one per member if `M`) unless `noise_std` is fixed."
+    if s.noise_std is not None: return theta
+    ls0 = _log_sigma0(s.y)
+    return {**theta, "log_sigma": ls0 if M is None else np.full(M, ls0)}
+
+def _fitted_noise(th, s):
+    "Noise sd after training: the fixed `noise_std`, or exp of the trained log sigma (a float, or one per member)."
+    if s.noise_std is not None: return s.noise_std
+    sig = np.exp(th["log_sigma"])
+    return float(sig) if np.ndim(sig) == 0 else sig
 
 def _log_noise(th, noise_std):
     "log sigma of the Gaussian noise: the fixed `noise_std`, or the trained entry th['log_sigma']."
@@ -371,14 +388,16 @@ class MAPFit(RegressionFit):
         f = self.f(self.params, X)[None]
         return np.repeat(f, n_draws, axis=0), np.full(n_draws, self.noise_std)
 
+_SHARED = ("hidden", "activation", "weight_scale", "bias_scale", "noise_std", "n_iter", "lr", "batch_size")
+
 def fit_map(X,                    # inputs, shape (N, d)
             y,                    # targets, shape (N,)
-            rng=None,             # random generator or seed (initialisation, minibatches)
+            rng=None,             # random generator or seed (SPEC 7): initialisation, minibatches
             hidden=(50,),         # hidden layer widths
-            activation='relu',    # nonlinearity
+            activation='relu',    # nonlinearity ("relu" or "tanh")
             weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
-            bias_scale=1.0,       # prior beta_l
-            noise_std=None,       # fixed noise sd; None: estimate log sigma jointly
+            bias_scale=1.0,       # prior beta_l (bias sd)
+            noise_std=None,       # fixed noise sd; None: learn log sigma with the weights (each member its own)
             n_iter:int=2000,      # Adam steps
             lr:float=0.01,        # Adam step size
             batch_size=None,      # minibatch size; None: full batch
@@ -386,20 +405,18 @@ def fit_map(X,                    # inputs, shape (N, d)
             progress:bool=False,  # show a progress bar
            ) -> MAPFit:
     "MAP (weight-decay) fit of an MLP regression with Gaussian prior and Gaussian noise."
-    X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
-                                                       noise_std, n_iter, lr, batch_size)
+    s = _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter, lr, batch_size)
+    X, y, sizes, prior_std = s.X, s.y, s.sizes, s.prior_std
     rng, N = as_rng(rng), len(y)
-    w0 = _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std)
-    theta = {"w": w0} if noise_std is not None else {"w": w0, "log_sigma": _log_sigma0(y)}
-    batches = _batches(rng, N, batch_size, n_iter)
+    theta = _with_log_sigma({"w": _init_weights(init, s, rng)}, s)
+    batches = _batches(rng, N, s.batch_size, s.n_iter)
     def objective(th, t):
-        idx, ls = batches[t][0], _log_noise(th, noise_std)
-        f = mlp_apply(th["w"], X[idx], sizes, activation)[:, 0]
+        idx, ls = batches[t][0], _log_noise(th, s.noise_std)
+        f = mlp_apply(th["w"], X[idx], sizes, s.activation)[:, 0]
         ll = anp.sum(_gauss_loglik(y[idx], f, ls)) * (N / len(idx))
         return (ll - 0.5 * anp.sum((th["w"] / prior_std) ** 2)) / N
-    th, trace = _ascend(objective, theta, n_iter, lr, progress, "MAP")
-    sig = noise_std if noise_std is not None else float(np.exp(th["log_sigma"]))
-    return MAPFit(th["w"], sizes=sizes, activation=activation, prior_std=prior_std, noise_std=sig,
+    th, trace = _ascend(objective, theta, s.n_iter, s.lr, progress, "MAP")
+    return MAPFit(th["w"], sizes=sizes, activation=s.activation, prior_std=prior_std, noise_std=_fitted_noise(th, s),
                   trace=trace, method="MAP")
 
 # %% ../nbs/07_bnn.ipynb #cc815357
@@ -453,47 +470,40 @@ class BBBFit(RegressionFit):
         w = self.mu + self.sigma * as_rng(rng).standard_normal((n_draws, self.mu.size))
         return self.f(w, X), np.full(n_draws, self.noise_std)
 
+@shares_parameters(fit_map, _SHARED)
 def bayes_by_backprop(X,                    # inputs, shape (N, d)
                       y,                    # targets, shape (N,)
                       rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                      hidden=(50,),         # hidden layer widths
-                      activation='relu',    # nonlinearity ("relu" or "tanh")
-                      weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
-                      bias_scale=1.0,       # prior beta_l (bias sd)
-                      noise_std=None,       # fixed noise sd; None: point-estimate log sigma in the ELBO
-                      n_iter:int=2000,      # as in `fit_map`
-                      lr:float=0.01,        # as in `fit_map`
-                      batch_size=None,      # as in `fit_map`
                       n_mc:int=4,           # reparameterised draws per gradient step (T)
                       init_std:float=0.1,   # initial sigma_i as a fraction of the prior sd
                       kl_scheme='uniform',  # split of the KL over minibatches ("uniform" or "blundell")
-                      init=None,            # starting weights (P,); default: a prior draw
+                      init=None,            # starting means (P,); default: a prior draw
                       progress:bool=False,  # show a progress bar
+                      **shared,             # network, prior, noise and Adam settings, as in `fit_map`
                      ) -> BBBFit:
-    "Bayes by Backprop: mean-field Gaussian VI with softplus scales, reparameterised gradients and closed-form KL."
-    X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
-                                                       noise_std, n_iter, lr, batch_size)
+    """Bayes by Backprop: mean-field Gaussian VI with softplus scales, reparameterised gradients and closed-form KL.
+    With `noise_std=None`, log sigma is a point estimate that maximises the ELBO."""
+    s = _setup(X, y, **shared)
+    X, y, sizes, prior_std = s.X, s.y, s.sizes, s.prior_std
     n_mc = check_count("n_mc", n_mc)
     check_positive("init_std", init_std)
     if kl_scheme not in ("uniform", "blundell"):
         raise ValueError(f"kl_scheme must be 'uniform' or 'blundell', got {kl_scheme!r}")
     rng, N = as_rng(rng), len(y)
-    batches = _batches(rng, N, batch_size, n_iter)
+    batches = _batches(rng, N, s.batch_size, s.n_iter)
     pis = kl_weights(batches[0][2], kl_scheme)
-    mu0 = _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std)
-    theta = {"mu": mu0, "rho": _softplus_inv(init_std * prior_std)}
-    if noise_std is None: theta["log_sigma"] = _log_sigma0(y)
+    mu0 = _init_weights(init, s, rng)
+    theta = _with_log_sigma({"mu": mu0, "rho": _softplus_inv(init_std * prior_std)}, s)
     def objective(th, t):
-        (idx, j, M), ls = batches[t], _log_noise(th, noise_std)
+        (idx, j, M), ls = batches[t], _log_noise(th, s.noise_std)
         sig = _softplus(th["rho"])
         eps = rng.standard_normal((int(n_mc), sig.shape[0]))   # constants for autograd
-        f = mlp_apply(th["mu"] + sig * eps, X[idx], sizes, activation)[..., 0]       # (T, |B|)
+        f = mlp_apply(th["mu"] + sig * eps, X[idx], sizes, s.activation)[..., 0]       # (T, |B|)
         ll = anp.mean(anp.sum(_gauss_loglik(y[idx], f, ls), axis=-1)) * (N / len(idx))
         return (ll - M * pis[j] * kl_diag_gauss(th["mu"], sig, 0., prior_std)) / N
-    th, trace = _ascend(objective, theta, n_iter, lr, progress, "BBB")
-    sig = noise_std if noise_std is not None else float(np.exp(th["log_sigma"]))
-    return BBBFit(th["mu"], np.asarray(_softplus(th["rho"])), sizes=sizes, activation=activation,
-                  prior_std=prior_std, noise_std=sig, trace=trace, method="BBB")
+    th, trace = _ascend(objective, theta, s.n_iter, s.lr, progress, "BBB")
+    return BBBFit(th["mu"], np.asarray(_softplus(th["rho"])), sizes=sizes, activation=s.activation,
+                  prior_std=prior_std, noise_std=_fitted_noise(th, s), trace=trace, method="BBB")
 
 # %% ../nbs/07_bnn.ipynb #20e9e7c7
 class DropoutFit(RegressionFit):
@@ -515,25 +525,19 @@ class DropoutFit(RegressionFit):
         m = self.masks((n_draws, 1), rng=rng)          # one mask per draw, shared over inputs
         return mlp_apply(self.params, X, self.sizes, self.activation, masks=m)[..., 0], np.full(n_draws, self.noise_std)
 
+@shares_parameters(fit_map, _SHARED)
 def mc_dropout(X,                    # inputs, shape (N, d)
                y,                    # targets, shape (N,)
                rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-               hidden=(50,),         # hidden layer widths
-               activation='relu',    # nonlinearity ("relu" or "tanh")
-               weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
-               bias_scale=1.0,       # prior beta_l (bias sd)
-               noise_std=None,       # fixed noise sd; None: estimate log sigma jointly
                p_drop:float=0.1,     # probability of dropping a hidden unit
-               n_iter:int=2000,      # as in `fit_map`
-               lr:float=0.01,        # as in `fit_map`
-               batch_size=None,      # as in `fit_map`
                n_mc:int=1,           # masks per data point and step
                init=None,            # starting weights (P,); default: a prior draw
                progress:bool=False,  # show a progress bar
+               **shared,             # network, prior, noise and Adam settings, as in `fit_map`
               ) -> DropoutFit:
     "MC dropout: dropout on every hidden layer, weight decay matched to the Gaussian prior, dropout kept on to predict."
-    X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
-                                                       noise_std, n_iter, lr, batch_size)
+    s = _setup(X, y, **shared)
+    X, y, sizes, prior_std = s.X, s.y, s.sizes, s.prior_std
     if not 0 <= p_drop < 1: raise ValueError(f"p_drop must lie in [0, 1), got {p_drop}")
     n_mc = check_count("n_mc", n_mc)
     rng, N, keep = as_rng(rng), len(y), 1. - p_drop
@@ -542,20 +546,19 @@ def mc_dropout(X,                    # inputs, shape (N, d)
     for l, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         if l > 0: decay[i:i + n_in * n_out] *= keep
         i += n_in * n_out + n_out
-    w0 = _init_weights(init, sizes, rng, weight_scale, bias_scale, prior_std)
-    theta = {"w": w0} if noise_std is not None else {"w": w0, "log_sigma": _log_sigma0(y)}
-    batches = _batches(rng, N, batch_size, n_iter)
-    fit = DropoutFit(w0, keep, sizes=sizes, activation=activation, prior_std=prior_std, noise_std=noise_std,
+    w0 = _init_weights(init, s, rng)
+    theta = _with_log_sigma({"w": w0}, s)
+    batches = _batches(rng, N, s.batch_size, s.n_iter)
+    fit = DropoutFit(w0, keep, sizes=sizes, activation=s.activation, prior_std=prior_std, noise_std=s.noise_std,
                      trace=None, method=f"MC dropout (p={p_drop:g})")
     def objective(th, t):
-        idx, ls = batches[t][0], _log_noise(th, noise_std)
+        idx, ls = batches[t][0], _log_noise(th, s.noise_std)
         m = fit.masks((int(n_mc), len(idx)), rng=rng)        # one mask per data point, as in training with dropout
-        f = mlp_apply(th["w"], X[idx], sizes, activation, masks=m)[..., 0]
+        f = mlp_apply(th["w"], X[idx], sizes, s.activation, masks=m)[..., 0]
         ll = anp.mean(anp.sum(_gauss_loglik(y[idx], f, ls), axis=-1)) * (N / len(idx))
         return (ll - 0.5 * anp.sum(decay * th["w"] ** 2)) / N
-    th, fit.trace = _ascend(objective, theta, n_iter, lr, progress, "MC dropout")
-    fit.params = th["w"]
-    fit.noise_std = noise_std if noise_std is not None else float(np.exp(th["log_sigma"]))
+    th, fit.trace = _ascend(objective, theta, s.n_iter, s.lr, progress, "MC dropout")
+    fit.params, fit.noise_std = th["w"], _fitted_noise(th, s)
     return fit
 
 # %% ../nbs/07_bnn.ipynb #ae6196d6
@@ -572,43 +575,37 @@ class EnsembleFit(RegressionFit):
         if n_draws % M: idx = np.r_[idx, np.sort(as_rng(rng).choice(M, n_draws % M, replace=False))]
         return self.f(self.params, X)[idx], np.broadcast_to(self.noise_std, (M,))[idx].copy()
 
+@shares_parameters(fit_map, _SHARED)
 def deep_ensemble(X,                    # inputs, shape (N, d)
                   y,                    # targets, shape (N,)
                   rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                   n_members:int=5,      # ensemble size M
-                  hidden=(50,),         # hidden layer widths
-                  activation='relu',    # nonlinearity ("relu" or "tanh")
-                  weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
-                  bias_scale=1.0,       # prior beta_l (bias sd)
-                  noise_std=None,       # fixed noise sd; None: each member estimates its own
-                  n_iter:int=2000,      # as in `fit_map`
-                  lr:float=0.01,        # as in `fit_map`
-                  batch_size=None,      # as in `fit_map`
                   anchored:bool=False,  # randomise-then-optimise: prior-draw anchors and perturbed targets
                   progress:bool=False,  # show a progress bar
+                  **shared,             # network, prior, noise and Adam settings, as in `fit_map`
                  ) -> EnsembleFit:
     "Deep ensemble of n_members MAP networks from independent prior draws, trained in one vectorised loop."
-    X, y, sizes, prior_std, noise_std, n_iter = _setup(X, y, hidden, activation, weight_scale, bias_scale,
-                                                       noise_std, n_iter, lr, batch_size)
+    s = _setup(X, y, **shared)
+    X, y, sizes, prior_std, noise_std = s.X, s.y, s.sizes, s.prior_std, s.noise_std
     n_members = check_count("n_members", n_members)
     if anchored and noise_std is None:
         raise ValueError("anchored=True needs a fixed noise_std (the targets are perturbed with it)")
     rng, N, M = as_rng(rng), len(y), int(n_members)
-    w0 = mlp_init(sizes, rng, weight_scale, bias_scale, n_draws=M)
+    w0 = mlp_init(sizes, rng, s.weight_scale, s.bias_scale, n_draws=M)
     anchor = w0.copy() if anchored else 0.
     Y = y + noise_std * rng.standard_normal((M, N)) if anchored else np.broadcast_to(y, (M, N))
-    theta = {"w": w0} if noise_std is not None else {"w": w0, "log_sigma": np.full(M, _log_sigma0(y))}
-    idx = np.stack([np.stack([b[0] for b in _batches(rng, N, batch_size, n_iter)]) for _ in range(M)], 1)
+    theta = _with_log_sigma({"w": w0}, s, M)
+    idx = np.stack([np.stack([b[0] for b in _batches(rng, N, s.batch_size, s.n_iter)]) for _ in range(M)], 1)
     rows = np.arange(M)[:, None]
     def objective(th, t):                                 # idx[t]: (M, |B|), one minibatch per member
         ls = np.log(noise_std) if noise_std is not None else th["log_sigma"][:, None]
-        f = mlp_apply(th["w"], X[idx[t]], sizes, activation)[..., 0]
+        f = mlp_apply(th["w"], X[idx[t]], sizes, s.activation)[..., 0]
         ll = anp.sum(_gauss_loglik(Y[rows, idx[t]], f, ls)) * (N / idx.shape[2])
         return (ll - 0.5 * anp.sum(((th["w"] - anchor) / prior_std) ** 2)) / N
-    th, trace = _ascend(objective, theta, n_iter, lr, progress, "ensemble")
-    sig = np.full(M, noise_std) if noise_std is not None else np.exp(th["log_sigma"])
-    return EnsembleFit(th["w"], sizes=sizes, activation=activation, prior_std=prior_std, noise_std=sig,
-                       trace=trace, method=("anchored " if anchored else "") + f"ensemble (M={M})")
+    th, trace = _ascend(objective, theta, s.n_iter, s.lr, progress, "ensemble")
+    return EnsembleFit(th["w"], sizes=sizes, activation=s.activation, prior_std=prior_std,
+                       noise_std=np.full(M, _fitted_noise(th, s)), trace=trace,
+                       method=("anchored " if anchored else "") + f"ensemble (M={M})")
 
 # %% ../nbs/07_bnn.ipynb #a746b8e4
 def jacobian_rows(fn,     # fn(params (N, K), X (N, 1, d)) -> (N,), vectorised over leading axes
@@ -837,13 +834,11 @@ def regression_target(X,           # inputs, shape (N, d)
         return anp.sum(_gauss_loglik(y, f, np.log(noise_std)), axis=-1) - 0.5 * anp.sum(eta ** 2, axis=-1)
     return Target(logp, prior_std.size, name="BNN regression (whitened)", batched=True)
 
+@shares_parameters(fit_map, ("activation", "weight_scale", "bias_scale"))
 def nuts_regression(X,                    # inputs, shape (N, d)
                     y,                    # targets, shape (N,)
                     rng=None,             # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                     hidden=(10,),         # hidden layer widths
-                    activation='relu',    # nonlinearity ("relu" or "tanh")
-                    weight_scale=1.0,     # prior alpha_l (weights sd alpha_l / sqrt(fan-in))
-                    bias_scale=1.0,       # prior beta_l (bias sd)
                     noise_std:float=0.3,  # fixed noise sd
                     n_chains:int=8,       # number of chains
                     n_warmup:int=150,     # warm-up iterations per chain
@@ -851,24 +846,24 @@ def nuts_regression(X,                    # inputs, shape (N, d)
                     max_depth:int=7,      # maximum NUTS tree depth (at most 2^max_depth - 1 leapfrog steps)
                     init=None,            # starting weights (n_chains, P); default: anchored-ensemble members
                     progress:bool=False,  # show a progress bar
-                    **sampler,            # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of eta)
+                    sampler:dict=None,    # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of eta)
+                    **shared,             # the prior's settings, as in `fit_map`
                    ) -> SamplesFit:
     "Sample the BNN posterior with NUTS (`bayesnotes.mcmc.sample`) in whitened weights; draws (chain, draw, P)."
     from bayesnotes.mcmc import sample
     if noise_std is None: raise ValueError("noise_std must be a fixed positive number for nuts_regression")
-    X, y, sizes, prior_std, noise_std, _ = _setup(X, y, hidden, activation, weight_scale, bias_scale,
-                                                  noise_std, 1, 1., None)
+    s = _setup(X, y, hidden, noise_std=noise_std, **shared)
+    X, y, sizes, prior_std, noise_std = s.X, s.y, s.sizes, s.prior_std, s.noise_std
     rng = as_rng(rng)
     if init is None:
-        init = deep_ensemble(X, y, rng=rng, n_members=n_chains, hidden=hidden, activation=activation,
-                             weight_scale=weight_scale, bias_scale=bias_scale, noise_std=noise_std,
+        init = deep_ensemble(X, y, rng=rng, n_members=n_chains, hidden=hidden, noise_std=noise_std, **shared,
                              anchored=True, n_iter=500, lr=2e-2).params
     init = check_shape("init", check_finite("init", init), (n_chains, prior_std.size))
-    target = regression_target(X, y, sizes, activation, prior_std, noise_std)
+    target = regression_target(X, y, sizes, s.activation, prior_std, noise_std)
     with blas_threads():
         res = sample("nuts", target, x0=init / prior_std, n_warmup=n_warmup, n_draws=n_draws, n_chains=n_chains,
-                     rng=rng, progress=progress, max_depth=max_depth, **sampler)
-    return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=activation, prior_std=prior_std,
+                     rng=rng, progress=progress, max_depth=max_depth, **(sampler or {}))
+    return SamplesFit(res.draws * prior_std, res, sizes=sizes, activation=s.activation, prior_std=prior_std,
                       noise_std=noise_std, trace=None, method="NUTS")
 
 def nuts_distances(rng=0,          # random generator or seed of the fits (`toy_comparison`) and their draws
@@ -953,10 +948,9 @@ def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (
         run = StoredRun(ReferenceStats(z["tree_depth"], z["divergent"], z["accept_prob"]), z["step_size"],
                         z["inv_mass"], json.loads(str(z["provenance"])))
         draws = z["draws"].astype(float)
-    _, _, sizes, prior_std, noise_std, _ = _setup(X, y, model["hidden"], model["activation"], model["weight_scale"],
-                                                  model["bias_scale"], model["noise_std"], 1, 1., None)
-    return SamplesFit(draws, run, sizes=sizes, activation=model["activation"],
-                      prior_std=prior_std, noise_std=noise_std, trace=None, method="NUTS")
+    s = _setup(X, y, **model)
+    return SamplesFit(draws, run, sizes=s.sizes, activation=s.activation,
+                      prior_std=s.prior_std, noise_std=s.noise_std, trace=None, method="NUTS")
 
 def reference_diagnostics(fit:SamplesFit, # a NUTS reference of the toy network (`nuts_reference`)
                           x=None,         # inputs where f(x) is compared; default `BNN_REFERENCE_GRID`
@@ -988,7 +982,6 @@ def save_nuts_reference(fit:SamplesFit, # a reference run (`nuts_reference(recom
                         accept_prob=np.asarray(run.stats.accept_prob, np.float32),
                         step_size=np.asarray(run.step_size, float), inv_mass=np.asarray(run.inv_mass, float),
                         provenance=np.array(json.dumps(provenance, sort_keys=True)))
-
 
 # %% ../nbs/07_bnn.ipynb #fd728557
 def load_diabetes_data() -> tuple:

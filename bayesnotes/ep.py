@@ -20,7 +20,7 @@ import numpy as np
 from scipy import linalg, optimize, special, stats
 
 from .plotting import COLORS, new_figure
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, track
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, shares_parameters, track
 from .core import ess, kl_gauss, log_normalize, mvn_logpdf
 from .datasets import load_breast_cancer
 
@@ -427,6 +427,17 @@ class EPHistory(NamedTuple):
     n_skipped: np.ndarray     # (sweeps,) site updates skipped because the cavity was improper
     mean: np.ndarray          # (sweeps, d) posterior mean after the sweep
 
+class _SweepLog:
+    "The per-sweep record every EP loop keeps: largest site change, log evidence, skipped updates, mean; stops at `tol`."
+    def __init__(self, tol): self.rows, self.tol, self.converged = [], tol, False
+    def record(self, new, old, log_evidence, skipped, mean):
+        "Append one sweep (`new`, `old`: tuples of site arrays after and before it); True once the change is below tol."
+        change = float(max(np.max(np.abs(a - b)) for a, b in zip(new, old)))
+        self.rows.append((change, log_evidence, skipped, mean))
+        self.converged = change < self.tol
+        return self.converged
+    def history(self) -> EPHistory: return EPHistory(*(np.array(v) for v in zip(*self.rows)))
+
 class EPResult(NamedTuple):
     "Gaussian EP approximation N(mean, cov) with its evidence estimate and diagnostics."
     mean: np.ndarray          # posterior mean, shape (d,)
@@ -547,7 +558,7 @@ def _ep_glm_loop(X, ys, S0, plan, progress):
     moments_scalar = _moments_scalar_fn(plan.link, plan.alpha, plan.n_quad)
     ys_list = ys.tolist()
     st = _GLMState(X, S0)
-    hist, converged, updates = [], False, 0
+    log, updates = _SweepLog(plan.tol), 0
     for sweep in track(range(int(plan.n_iter)), progress, desc="EP sweeps"):
         tau_old, nu_old = st.tau.copy(), st.nu.copy()
         if plan.schedule == "sequential":
@@ -557,15 +568,21 @@ def _ep_glm_loop(X, ys, S0, plan, progress):
             updates += updated
         if not st.refresh():
             raise FloatingPointError("EP produced a non-positive-definite precision; try damping < 1")
-        change = float(max(np.max(np.abs(st.tau - tau_old)), np.max(np.abs(st.nu - nu_old))))
-        hist.append((change, _glm_log_evidence(st, ys, moments, plan.alpha), skipped, st.m.copy()))
-        if change < plan.tol:
-            converged = True; break
+        if log.record((st.tau, st.nu), (tau_old, nu_old), _glm_log_evidence(st, ys, moments, plan.alpha), skipped,
+                      st.m.copy()): break
         if plan.max_updates is not None and updates >= plan.max_updates: break
-    h = EPHistory(*(np.array(a) for a in zip(*hist)))
-    return EPResult(st.m.copy(), st.S.copy(), float(h.log_evidence[-1]), h, converged, st.tau.copy(), st.nu.copy())
+    h = log.history()
+    return EPResult(st.m.copy(), st.S.copy(), float(h.log_evidence[-1]), h, log.converged, st.tau.copy(), st.nu.copy())
 
 # %% ../nbs/02_ep.ipynb #c6fda1aa
+def _glm_ep(X, y, prior_var, link, alpha, n_iter, damping, tol, schedule, progress, n_quad=None):
+    "Check the arguments of `ep_probit`, `ep_logistic` and `power_ep` (documented in `ep_probit`), then run (power) EP."
+    X, ys, S0 = _check_glm(X, y, prior_var)
+    _check_ep_args(n_iter, damping, tol, alpha, schedule)
+    if link not in _LINKS:
+        raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
+    return _ep_glm(X, ys, S0, _EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
+
 def ep_probit(X,                      # design matrix, shape (n, d)
               y,                      # labels in {0, 1} or {-1, +1}, shape (n,)
               prior_var=1.0,          # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
@@ -576,24 +593,17 @@ def ep_probit(X,                      # design matrix, shape (n, d)
               progress:bool=False,   # show a progress bar over sweeps
              ) -> EPResult:
     "Expectation propagation for Bayesian probit regression: Gaussian posterior, log evidence and history."
-    X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_iter, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, _EPPlan("probit", 1.0, n_iter, damping, tol, schedule), progress)
+    return _glm_ep(X, y, prior_var, "probit", 1.0, n_iter, damping, tol, schedule, progress)
 
+@shares_parameters(ep_probit, ("n_iter", "damping", "tol", "schedule", "progress"))
 def ep_logistic(X,                    # design matrix, shape (n, d)
                 y,                    # labels in {0, 1} or {-1, +1}, shape (n,)
-                prior_var=1.0,        # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
-                n_iter:int=50,      # maximum number of sweeps over the sites
-                damping:float=1.0,    # step size delta in (0, 1] for the site updates
-                tol:float=1e-6,       # convergence tolerance on the site parameters
-                schedule:str="sequential", # "sequential" or "parallel"
+                prior_var=1.0,        # prior as in `ep_probit`
                 n_quad:int=None,      # minimum number of quadrature points for the tilted moments
-                progress:bool=False,   # show a progress bar over sweeps
+                **shared,             # the sweep settings of `ep_probit`
                ) -> EPResult:
     "Expectation propagation for Bayesian logistic regression, tilted moments by 1-d quadrature."
-    X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_iter, damping, tol, 1.0, schedule)
-    return _ep_glm(X, ys, S0, _EPPlan("logistic", 1.0, n_iter, damping, tol, schedule, n_quad=n_quad), progress)
+    return _glm_ep(X, y, prior_var, "logistic", 1.0, n_quad=n_quad, **shared)
 
 # %% ../nbs/02_ep.ipynb #b77dfcf8
 def fig_adf_order(n_orders:int=20, # number of random orderings for ADF
@@ -684,7 +694,7 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
     tau, nu = np.zeros(n), np.zeros((n, d))
     lam0 = 1.0 / prior_var
     lam, h = lam0, np.zeros(d)
-    hist, converged = [], False
+    log = _SweepLog(tol)
     for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         tau_old, nu_old, skipped = tau.copy(), nu.copy(), 0
         for i in range(n):
@@ -704,12 +714,9 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
                        + np.sum(logZ + _a_sph(lc, hc, d) - _a_sph(lam, h, d)))
         else:
             le = np.nan
-        change = float(max(np.max(np.abs(tau - tau_old)), np.max(np.abs(nu - nu_old))))
-        hist.append((change, le, skipped, h / lam))
-        if change < tol:
-            converged = True; break
-    hi = EPHistory(*(np.array(a) for a in zip(*hist)))
-    return EPResult(h / lam, np.eye(d) / lam, float(hi.log_evidence[-1]), hi, converged, tau, nu)
+        if log.record((tau, nu), (tau_old, nu_old), le, skipped, h / lam): break
+    hi = log.history()
+    return EPResult(h / lam, np.eye(d) / lam, float(hi.log_evidence[-1]), hi, log.converged, tau, nu)
 
 def clutter_exact_1d(x,                   # observations, shape (n,)
                      w:float=0.5,         # clutter fraction
@@ -775,24 +782,18 @@ def fig_ep_damping(dampings=(1.0, 0.5), # step sizes to compare
     return fig
 
 # %% ../nbs/02_ep.ipynb #5128011d
+@shares_parameters(ep_probit, ("damping", "tol", "schedule", "progress"))
 def power_ep(X,                       # design matrix, shape (n, d)
              y,                       # labels in {0, 1} or {-1, +1}, shape (n,)
-             prior_var=1.0,           # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
+             prior_var=1.0,           # prior as in `ep_probit`
              alpha:float=0.5,         # power in (0, 1]: 1 is EP, alpha -> 0 approaches variational Bayes
              link:str="probit",       # "probit" or "logistic"
-             n_iter:int=100,        # maximum number of sweeps
-             damping:float=1.0,       # step size in (0, 1]
-             tol:float=1e-6,          # convergence tolerance on the site parameters
-             schedule:str="sequential", # "sequential" or "parallel"
-             n_quad:int=None,         # minimum number of quadrature points for the tilted moments
-             progress:bool=False, # show a progress bar over sweeps
+             n_iter:int=100,          # maximum number of sweeps
+             n_quad:int=None,         # minimum number of quadrature points for the tilted moments (logistic link)
+             **shared,                # the other sweep settings of `ep_probit`
             ) -> EPResult:
     "Power EP (local alpha-divergence projections) for probit or logistic regression."
-    X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_iter, damping, tol, alpha, schedule)
-    if link not in _LINKS:
-        raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    return _ep_glm(X, ys, S0, _EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
+    return _glm_ep(X, y, prior_var, link, alpha, n_iter, n_quad=n_quad, **shared)
 
 # %% ../nbs/02_ep.ipynb #efd27b08
 def fig_power_ep(alphas=(0.0, 0.25, 0.5, 0.75, 1.0), # alpha values for the global projections (left)
@@ -849,10 +850,19 @@ def noise_precision_data(n:int=20,            # number of observations
     return x, w * x + rng.standard_normal(int(n)) / np.sqrt(noise_prec)
 
 def _check_noise(x, y, mu, tau, a0, b0):
+    "Validate the data and prior of the noise-precision model."
     x = check_finite("x", x); y = check_finite("y", y)
     if x.ndim != 1 or x.size < 1: raise ValueError(f"x must be a non-empty 1-d array, got shape {x.shape}")
     check_shape("y", y, x.shape)
     check_finite("mu", mu); check_positive("tau", tau); check_positive("a0", a0); check_positive("b0", b0)
+    return x, y
+
+def _check_noise_ep(x, y, mu, tau, a0, b0, tilted, match):
+    "Validate the arguments `adf_noise_precision` and `ep_noise_precision` share."
+    x, y = _check_noise(x, y, mu, tau, a0, b0)
+    _check_gamma_opts(tilted, match)
+    if tilted == "closed" and a0 <= 1:
+        raise ValueError("a0 must exceed 1 for tilted='closed' (the Gaussian step needs the variance b/(a-1))")
     return x, y
 
 def _gamma_tilted_closed(y, m, s2, a, b):
@@ -908,10 +918,7 @@ def adf_noise_precision(x,                    # inputs, shape (n,)
                         match:str="mean_var", # "mean_var" or "kl" (quadrature only)
                        ) -> GammaEPResult:
     "ADF for the noise precision of the 1-d regression of Cinelli et al. (sec. 3.2.2.4), corrected equations."
-    x, y = _check_noise(x, y, mu, tau, a0, b0)
-    _check_gamma_opts(tilted, match)
-    if tilted == "closed" and a0 <= 1:
-        raise ValueError("a0 must exceed 1 for tilted='closed' (the Gaussian step needs the variance b/(a-1))")
+    x, y = _check_noise_ep(x, y, mu, tau, a0, b0, tilted, match)
     a, b, logZ, skipped = float(a0), float(b0), 0.0, 0
     for i in _check_order(order, x.size):
         out = _gamma_project(tilted, match, y[i], x[i] * mu, x[i] ** 2 / tau, a, b)
@@ -920,29 +927,23 @@ def adf_noise_precision(x,                    # inputs, shape (n,)
     h = EPHistory(np.array([np.nan]), np.array([logZ]), np.array([skipped]), np.array([a / b]))
     return GammaEPResult(a, b, logZ, h, True, np.zeros(x.size), np.zeros(x.size))
 
+@shares_parameters(adf_noise_precision, ("mu", "tau", "a0", "b0", "tilted", "match"))
 def ep_noise_precision(x,                     # inputs, shape (n,)
                        y,                     # outputs, shape (n,)
-                       mu:float=1.0,          # prior mean of the weight
-                       tau:float=4.0,         # prior precision of the weight
-                       a0:float=2.0,          # prior shape of the noise precision
-                       b0:float=2.0,          # prior rate of the noise precision
-                       n_iter:int=50,       # maximum number of sweeps
+                       n_iter:int=50,         # maximum number of sweeps
                        damping:float=1.0,     # step size in (0, 1]
                        tol:float=1e-8,        # convergence tolerance on the site parameters
-                       tilted:str="closed",   # "closed" (source's approximation) or "quadrature" (exact tilted moments)
-                       match:str="mean_var",  # "mean_var" or "kl" (quadrature only)
-                       progress:bool=False, # show a progress bar over sweeps
+                       progress:bool=False,   # show a progress bar over sweeps
+                       **shared,              # the model and the tilted-moment options, as in `adf_noise_precision`
                       ) -> GammaEPResult:
     "EP with Gamma sites for the noise precision of the 1-d regression of Cinelli et al. (sec. 3.2.3.5)."
-    x, y = _check_noise(x, y, mu, tau, a0, b0)
-    _check_gamma_opts(tilted, match)
+    mu, tau, a0, b0, tilted, match = (shared[name] for name in ("mu", "tau", "a0", "b0", "tilted", "match"))
+    x, y = _check_noise_ep(x, y, mu, tau, a0, b0, tilted, match)
     _check_ep_args(n_iter, damping, tol)
-    if tilted == "closed" and a0 <= 1:
-        raise ValueError("a0 must exceed 1 for tilted='closed' (the Gaussian step needs the variance b/(a-1))")
     n = x.size
     sa, sb = np.zeros(n), np.zeros(n)
     a, b = float(a0), float(b0)
-    hist, converged = [], False
+    log = _SweepLog(tol)
     for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         sa_old, sb_old, skipped = sa.copy(), sb.copy(), 0
         for i in range(n):
@@ -961,12 +962,9 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
             le = float(_gamma_A(a, b) - _gamma_A(a0, b0) + np.sum(logK + _gamma_A(ac, bc) - _gamma_A(a, b)))
         else:
             le = np.nan
-        change = float(max(np.max(np.abs(sa - sa_old)), np.max(np.abs(sb - sb_old))))
-        hist.append((change, le, skipped, a / b))
-        if change < tol:
-            converged = True; break
-    h = EPHistory(*(np.array(v) for v in zip(*hist)))
-    return GammaEPResult(float(a), float(b), float(h.log_evidence[-1]), h, converged, sa, sb)
+        if log.record((sa, sb), (sa_old, sb_old), le, skipped, a / b): break
+    h = log.history()
+    return GammaEPResult(float(a), float(b), float(h.log_evidence[-1]), h, log.converged, sa, sb)
 
 def noise_precision_exact(x,                 # inputs, shape (n,)
                           y,                 # outputs, shape (n,)

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import linalg, optimize
 
 from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_shape,
-                              check_spd, spawn_rng, track)
+                              check_spd, shares_parameters, spawn_rng, track)
 from .core import log_normalize, ess
 from .plotting import new_figure, COLORS
 from .targets import Target
@@ -178,28 +178,13 @@ class GaussianSSM(StateSpaceModel):
         "Observation mean h(x_t) of every row, shape (N, dim_y)."
         raise NotImplementedError
 
-    def sample_initial(self,
-                       rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                       N,     # number of particles
-                      ):
+    def sample_initial(self, rng, N):
         return self.m0 + rng.standard_normal((N, self.dim_x)) @ self._LP0.T
-    def sample_transition(self,
-                          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                          t,     # time index
-                          xp,    # particles at time t-1, shape (N, ...)
-                         ):
+    def sample_transition(self, rng, t, xp):
         return self.f(xp) + rng.standard_normal(xp.shape) @ self._LQ.T
-    def log_obs(self,
-                t,     # time index
-                x,     # particles at time t, shape (N, ...)
-                yt,    # observation at time t
-               ):
+    def log_obs(self, t, x, yt):
         return _gauss_logpdf(yt - self.h(x), self._fR)
-    def sample_obs(self,
-                   rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                   t,     # time index
-                   x,     # particles at time t, shape (N, ...)
-                  ):
+    def sample_obs(self, rng, t, x):
         return self.h(x) + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
 
 class LinearGaussianSSM(GaussianSSM):
@@ -225,23 +210,15 @@ class LinearGaussianSSM(GaussianSSM):
 
     def __repr__(self): return f"LinearGaussianSSM(dim_x={self.dim_x}, dim_y={self.dim_y})"
 
-    def f(self,
-          xp,    # particles at time t-1, shape (N, dim_x)
-         ) -> np.ndarray:
+    def f(self, xp) -> np.ndarray:
         "Transition mean A x_{t-1} of every row."
         return xp @ self.A.T
-    def h(self,
-          x,     # particles at time t, shape (N, dim_x)
-         ) -> np.ndarray:
+    def h(self, x) -> np.ndarray:
         "Observation mean C x_t of every row."
         if self.dim_x == 1 and self.dim_y == 1:   # scalar fast path
             return x * self.C[0, 0]
         return x @ self.C.T
-    def sample_transition(self,
-                          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                          t,     # time index
-                          xp,    # particles at time t-1, shape (N, ...)
-                         ):
+    def sample_transition(self, rng, t, xp):
         if self.dim_x == 1:  # scalar fast path
             return xp * self.A[0, 0] + self._LQ[0, 0] * rng.standard_normal(xp.shape)
         return super().sample_transition(rng, t, xp)
@@ -303,13 +280,12 @@ class LinearGaussianSSM(GaussianSSM):
 
     def log_predictive(self,
                        t,     # time index
-                       xp,    # particles at time t-1, shape (N, ...)
+                       xp,    # particles at time t-1, shape (N, ...); ignored at t = 0
                        yt,    # observation at time t
-                       N,     # number of particles
                       ):
-        "log p(y_t | x_{t-1} = xp) for every particle (at t = 0, log p(y_0))."
+        "log p(y_t | x_{t-1} = xp) for every particle, shape (N,); at t = 0, log p(y_0), shape (1,)."
         _, _, fS = self._optimal(t)
-        return _gauss_logpdf(yt - self._prior_mean(t, xp, N) @ self.C.T, fS)
+        return _gauss_logpdf(yt - self._prior_mean(t, xp, 1) @ self.C.T, fS)
 
 # %% ../nbs/05_smc.ipynb #646091c4
 def _check_weights(W):
@@ -563,22 +539,11 @@ class BootstrapFK(FeynmanKac):
                 ):
         self.ssm, self.y = ssm, ssm.check_y(y)
         self.T = len(self.y)
-    def M0(self,
-           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-           N,     # number of particles
-          ):
+    def M0(self, rng, N):
         return self.ssm.sample_initial(rng, N)
-    def M(self,
-          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-          t,     # time index
-          xp,    # particles at time t-1, shape (N, ...)
-         ):
+    def M(self, rng, t, xp):
         return self.ssm.sample_transition(rng, t, xp)
-    def logG(self,
-             t,     # time index
-             xp,    # particles at time t-1, shape (N, ...)
-             x,     # particles at time t, shape (N, ...)
-            ):
+    def logG(self, t, xp, x):
         return self.ssm.log_obs(t, x, self.y[t])
 
 class GuidedFK(FeynmanKac):
@@ -592,23 +557,13 @@ class GuidedFK(FeynmanKac):
                 raise ValueError(f"ssm must provide {meth} for the locally optimal proposal (e.g. a LinearGaussianSSM)")
         self.ssm, self.y = ssm, ssm.check_y(y)
         self.T = len(self.y)
-    def M0(self,
-           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-           N,     # number of particles
-          ):
+    def M0(self, rng, N):
         return self.ssm.sample_optimal(rng, 0, None, self.y[0], N)
-    def M(self,
-          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-          t,     # time index
-          xp,    # particles at time t-1, shape (N, ...)
-         ):
+    def M(self, rng, t, xp):
         return self.ssm.sample_optimal(rng, t, xp, self.y[t], len(xp))
-    def logG(self,
-             t,     # time index
-             xp,    # particles at time t-1, shape (N, ...)
-             x,     # particles at time t, shape (N, ...)
-            ):
-        return self.ssm.log_predictive(t, xp, self.y[t], len(x))
+    def logG(self, t, xp, x):
+        lp = self.ssm.log_predictive(t, xp, self.y[t])
+        return lp if len(lp) == len(x) else np.repeat(lp, len(x))     # t = 0: the one value log p(y_0)
 
 def bootstrap_model(ssm, # a `StateSpaceModel`
                     y):  # observations (T, dim_y)
@@ -856,31 +811,18 @@ class TemperingFK(FeynmanKac):
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.ess_target, self.n_mcmc, self.scale = ess_target, n_mcmc, scale
         self.lambdas, self.acceptance = [0.0], []
-    def M0(self,
-           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-           N,     # number of particles
-          ):
+    def M0(self, rng, N):
         self.lambdas, self.acceptance = [0.0], []
         return _prior_particles(self.prior_sample, rng, N)
-    def done(self,
-             t,     # time index
-            ):
+    def done(self, t):
         return t > 0 and self.lambdas[-1] >= 1.0
-    def logG(self,
-             t,     # time index
-             xp,    # particles at time t-1, shape (N, ...)
-             x,     # particles at time t, shape (N, ...)
-            ):
+    def logG(self, t, xp, x):
         ll = _check_logpdf(self.log_lik(x), len(x), "log_lik")
         lam = self.lambdas[-1]
         delta = _next_delta(ll, 1.0 - lam, self.ess_target * len(x))
         self.lambdas.append(1.0 if lam + delta >= 1.0 - 1e-12 else lam + delta)
         return delta * ll
-    def M(self,
-          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-          t,     # time index
-          xp,    # particles at time t-1, shape (N, ...)
-         ):
+    def M(self, rng, t, xp):
         lam = self.lambdas[-1]
         def logpi(th): return _check_logpdf(self.log_prior(th), len(th), "log_prior") + lam * self.log_lik(th)
         x, acc = _rw_moves(rng, xp, logpi, self.n_mcmc, self.scale, "log_lik")
@@ -1001,23 +943,12 @@ class IBISFK(FeynmanKac):
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.n_mcmc, self.scale, self.T = n_mcmc, scale, len(self.data)
         self.move_steps, self.acceptance = [], []
-    def M0(self,
-           rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-           N,     # number of particles
-          ):
+    def M0(self, rng, N):
         self.move_steps, self.acceptance = [], []
         return _prior_particles(self.prior_sample, rng, N)
-    def logG(self,
-             t,     # time index
-             xp,    # particles at time t-1, shape (N, ...)
-             x,     # particles at time t, shape (N, ...)
-            ):
+    def logG(self, t, xp, x):
         return _check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
-    def M(self,
-          rng,   # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-          t,     # time index
-          xp,    # particles at time t-1, shape (N, ...)
-         ):
+    def M(self, rng, t, xp):
         past = self.data[:t]
         def logpi(th): return _check_logpdf(self.log_prior(th), len(th), "log_prior") + self.log_lik(th, past)
         x, acc = _rw_moves(rng, xp, logpi, self.n_mcmc, self.scale, "log_lik")
@@ -1035,6 +966,7 @@ class IBISResult(NamedTuple):
     means: np.ndarray        # (T, d) posterior means after each observation
     variances: np.ndarray    # (T, d) posterior variances after each observation
 
+@shares_parameters(tempered_smc, ("n_mcmc", "resampling", "scale", "progress"))
 def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
          log_lik:Callable,      # (theta (N, d), y (n, ...)) -> (N,) summed log likelihood of a batch y
          prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
@@ -1042,14 +974,12 @@ def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
          N:int,                 # number of particles
          rng=None,              # numpy Generator or seed
          ess_threshold:float=0.5, # resample and move when ESS < ess_threshold * N
-         n_mcmc:int=5,          # random-walk Metropolis steps per move
-         resampling:str="systematic", # resampling scheme
-         scale:Optional[float]=None, # proposal scale (default 2.38 / sqrt(d))
-         progress:bool=False):  # show a progress bar
+         **shared,              # the move and resampling settings, as in `tempered_smc`
+        ) -> IBISResult:
     "Iterated batch importance sampling: the posterior after each observation, with the log evidence."
     N = check_count("N", N, 2)
-    model = IBISFK(log_prior, log_lik, prior_sample, data, n_mcmc, scale)
-    res = smc(model, N, rng, resampling=resampling, ess_threshold=ess_threshold, progress=progress)
+    model = IBISFK(log_prior, log_lik, prior_sample, data, shared["n_mcmc"], shared["scale"])
+    res = smc(model, N, rng, resampling=shared["resampling"], ess_threshold=ess_threshold, progress=shared["progress"])
     return IBISResult(res.particles, res.weights, res.log_evidence, res.ess, np.array(model.move_steps, dtype=int),
                       np.array(model.acceptance), res.means, res.variances)
 

@@ -14,7 +14,7 @@ from scipy import linalg
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
-           'check_probability', 'check_spd', 'track', 'blas_threads']
+           'check_probability', 'check_spd', 'shares_parameters', 'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -145,6 +145,33 @@ def check_spd(name:str,  # argument name used in the error message
         return linalg.cholesky(A, lower=True)
     except linalg.LinAlgError:
         raise ValueError(f"{name} must be positive definite") from None
+
+# %% ../nbs/00a_utils.ipynb #0e901a80
+def shares_parameters(source,   # the function whose parameters (names, defaults, docments) are shared
+                      names,    # the shared parameter names, in the order the signature lists them
+                     ):
+    """Decorator for a function whose `**shared` stands for `names` of `source`: they join its signature as keyword
+    arguments with `source`'s defaults and comments (which `fastcore.docments` and `show_doc` find through
+    `__delwrap__`, as for fastcore's `delegates`), and the body receives every one of them in `shared`, defaults
+    filled in. A parameter is thus declared and documented once; an unknown keyword raises `TypeError`."""
+    src = inspect.signature(source).parameters
+    missing = [n for n in names if n not in src]
+    if missing: raise ValueError(f"names: {missing} are not parameters of {source.__name__}")
+    def decorate(f):
+        sig = inspect.signature(f)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        if len(own) == len(sig.parameters):
+            raise ValueError(f"{f.__name__} needs a **shared parameter to stand for {names}")
+        extra = [src[n].replace(kind=inspect.Parameter.KEYWORD_ONLY) for n in names if n not in sig.parameters]
+        full = sig.replace(parameters=own + extra)
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            bound = full.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return f(*bound.args, **bound.kwargs)
+        wrapper.__signature__, wrapper.__delwrap__ = full, source
+        return wrapper
+    return decorate
 
 # %% ../nbs/00a_utils.ipynb #dadd4b0d
 def track(iterable,             # what to iterate over

@@ -26,14 +26,13 @@ from .plotting import COLORS, new_figure, regenerate_figures
 # %% auto #0
 __all__ = ['GaussianFamily', 'MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elbo_gap',
            'fig_forward_reverse_kl', 'VBNormalGamma', 'normal_gamma_posterior', 'vb_normal_gamma',
-           'fig_normal_gamma_vb', 'fig_normal_gamma_step', 'VBRegression1d', 'Regression1dExact',
-           'regression_1d_example', 'vb_regression_1d', 'regression_1d_log_posterior_gamma', 'regression_1d_exact',
-           'fig_vb_regression_1d', 'IsingResult', 'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm',
-           'fig_vbem_faithful', 'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance',
-           'to_constrained', 'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint',
-           'fig_advi', 'svi', 'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace',
-           'logistic_predictive', 'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior',
-           'fig_logistic_predictive']
+           'fig_normal_gamma_vb', 'fig_normal_gamma_step', 'Regression1dExact', 'regression_1d_example',
+           'vb_regression_1d', 'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d',
+           'IsingResult', 'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful',
+           'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'to_constrained',
+           'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi',
+           'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace', 'logistic_predictive',
+           'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
 def _target(logp, dim, name="logp", other="the variational family"):
@@ -382,7 +381,8 @@ def _gauss_gamma_logpdf(x, g, m, lam, a, b):
     return np.where(g > 0, out, -np.inf)
 
 class VBNormalGamma(NamedTuple):
-    "Mean-field posterior q(mu) q(tau) = N(mu | mu_N, 1/lambda_N) Ga(tau | a_N, rate b_N) and its CAVI history."
+    """Mean-field posterior q(mu) q(tau) = N(mu | mu_N, 1/lambda_N) Ga(tau | a_N, rate b_N) and its CAVI history. The 1-d
+    regression's q(w) q(gamma) (`vb_regression_1d`) is the same family: there mu is the weight w, tau the noise precision."""
     mu_N: float          # mean of q(mu)
     lambda_N: float      # precision of q(mu) (Murphy's kappa_N; renamed, see the text)
     a_N: float           # shape of q(tau)
@@ -499,19 +499,6 @@ def fig_normal_gamma_step(step:int=3, # half-step of CAVI to show (0 = initial g
     return fig
 
 # %% ../nbs/01_vi.ipynb #reg1d-code
-class VBRegression1d(NamedTuple):
-    "Mean-field posterior q(w) q(gamma) = N(w | m_N, 1/lambda_N) Ga(gamma | a_N, rate b_N) of 1-d linear regression."
-    m_N: float           # mean of q(w)
-    lambda_N: float      # precision of q(w)
-    a_N: float           # shape of q(gamma)
-    b_N: float           # rate of q(gamma)
-    elbo: np.ndarray     # ELBO after every half-step (initial, then q(w) and q(gamma) updates alternately)
-    history: np.ndarray  # (2 n_iter + 1, 4) values of (m_N, lambda_N, a_N, b_N) after every half-step
-
-    def logpdf(self, w, gamma):
-        "log q(w) + log q(gamma), broadcasting over arrays (-inf for gamma <= 0)."
-        return _gauss_gamma_logpdf(w, gamma, self.m_N, self.lambda_N, self.a_N, self.b_N)
-
 class Regression1dExact(NamedTuple):
     "Exact posterior summaries of the 1-d regression model (w integrated in closed form, gamma by quadrature)."
     log_evidence: float  # log p(y | x)
@@ -570,8 +557,8 @@ def vb_regression_1d(x,              # inputs x_i, shape (N,)
                      alpha0=1.,      # prior Gamma shape of the noise precision gamma (> 0)
                      beta0=1.,       # prior Gamma rate of gamma (> 0)
                      n_iter:int=20,  # CAVI sweeps (each updates q(w) then q(gamma))
-                     init=None,      # starting (m_N, lambda_N, a_N, b_N); default the priors (mu, tau, alpha0, beta0)
-                    ) -> VBRegression1d:
+                     init=None,      # starting (m_N, lambda_N, a_N, b_N) (fields mu_N, ... of the result); default the priors
+                    ) -> VBNormalGamma:
     "CAVI for y_i = w x_i + N(0, 1/gamma), w ~ N(mu, 1/tau), gamma ~ Ga(alpha0, rate beta0): q(w) q(gamma)."
     x, y, mu, tau, alpha0, beta0 = _reg1d_check(x, y, mu, tau, alpha0, beta0)
     n_iter = check_count("n_iter", n_iter, 1)
@@ -580,7 +567,7 @@ def vb_regression_1d(x,              # inputs x_i, shape (N,)
     check_positive("init[1:] (lambda_N, a_N, b_N)", state[1:])
     hist = _reg1d_cavi(x, y, mu, tau, beta0, n_iter, state, alpha0 + 0.5 * x.size)
     trace = np.array([_reg1d_elbo(x, y, mu, tau, alpha0, beta0, *h) for h in hist])
-    return VBRegression1d(*map(float, hist[-1]), elbo=trace, history=hist)
+    return VBNormalGamma(*map(float, hist[-1]), elbo=trace, history=hist)
 
 def _reg1d_loglik_gamma(g, x, y, mu, tau):
     "log p(y | gamma) with w integrated out: y ~ N(mu x, I / gamma + x x^T / tau); vectorised over gamma."
@@ -648,7 +635,7 @@ def fig_vb_regression_1d(n_iter:int=10, # CAVI sweeps
     vb = vb_regression_1d(x, y, **prior, n_iter=n_iter)
     ex = regression_1d_exact(x, y, **prior)
     seed_hist = _reg1d_cavi(x, y, 0., 1., 1., n_iter, np.array([0., 1., 1., 1.]), 1 + 0.5)   # shape alpha0 + 1/2
-    wrong = VBRegression1d(*seed_hist[-1], np.zeros(0), seed_hist)
+    wrong = VBNormalGamma(*seed_hist[-1], np.zeros(0), seed_hist)
     fig, axes = new_figure(1, 3, width=15, height=3.8)
     ax = axes[0]
     w = np.linspace(ex.mean_w - 5 * ex.sd_w, ex.mean_w + 5 * ex.sd_w, 200)

@@ -15,27 +15,31 @@ PKG = ROOT / "bayesnotes"
 MODULES = sorted(p.stem for p in PKG.glob("*.py") if not p.stem.startswith("_"))
 
 
-def _public_callables(mod):
-    "(qualified name, callable) for every function of `__all__` and every public method of its classes."
+def _public_callables(mod, with_bases=False):
+    """(qualified name, callable) for every function of `__all__` and every public method of its classes; with
+    `with_bases`, (qualified name, callable, the same-named methods of the base classes it overrides)."""
     for name in getattr(mod, "__all__", []):
         obj = getattr(mod, name)
         if inspect.isclass(obj):
             if issubclass(obj, tuple) and hasattr(obj, "_fields"):      # NamedTuple: fields are documented inline
                 continue
-            if "__init__" in vars(obj):
-                yield f"{name}.__init__", obj.__init__
             for k, v in vars(obj).items():
-                if not k.startswith("_") and inspect.isfunction(v):
-                    yield f"{name}.{k}", v
+                if (k == "__init__" or not k.startswith("_")) and inspect.isfunction(v):
+                    bases = [vars(b)[k] for b in obj.__mro__[1:] if k in vars(b) and inspect.isfunction(vars(b)[k])]
+                    yield (f"{name}.{k}", v, bases) if with_bases else (f"{name}.{k}", v)
         elif inspect.isfunction(obj) and obj.__module__ == mod.__name__:
-            yield name, obj
+            yield (name, obj, []) if with_bases else (name, obj)
 
 
-def _undocumented(fn):
+def _undocumented(fn, bases=()):
+    """Parameters without a docments comment. An override inherits the comments of the method it overrides, as
+    `inspect.getdoc` inherits docstrings: a subclass's M, logG or sample_transition takes the base's arguments."""
     params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")]
     if not params:
         return []
-    docs = docments(fn, args_kwargs=True)   # args_kwargs: *args and **kwargs need their comment too
+    docs = {}
+    for f in reversed([fn, *bases]):
+        docs.update({k: v for k, v in docments(f, args_kwargs=True).items() if v})   # *args, **kwargs need one too
     return [p.name for p in params if not docs.get(p.name)]
 
 
@@ -43,7 +47,7 @@ def _undocumented(fn):
 def test_every_public_parameter_has_its_own_docment(modname):
     "fastcore.docments finds a comment for each parameter of each public function and method (show_doc's tables)."
     mod = importlib.import_module(f"bayesnotes.{modname}")
-    missing = {q: m for q, f in _public_callables(mod) if (m := _undocumented(f))}
+    missing = {q: m for q, f, bases in _public_callables(mod, with_bases=True) if (m := _undocumented(f, bases))}
     assert not missing, f"bayesnotes.{modname}: parameters without their own comment: {missing}"
 
 

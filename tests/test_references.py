@@ -74,8 +74,8 @@ def test_short_fresh_run_agrees_with_the_stored_reference(reference, seed):
     Each difference of the posterior mean and sd of f(x) must be within 5.52 combined MCSEs (false alarm 1e-6)."""
     X, y, model = bnn._toy_reference_problem()
     run = reference.result
-    fresh = bnn.nuts_regression(X, y, rng=seed(1), n_chains=8, n_warmup=25, n_draws=60, max_depth=10, adapt=False,
-                                step_size=run.step_size[:8], inv_mass=run.inv_mass[:8], **model)
+    fresh = bnn.nuts_regression(X, y, rng=seed(1), n_chains=8, n_warmup=25, n_draws=60, max_depth=10, sampler=dict(adapt=False,
+                                step_size=run.step_size[:8], inv_mass=run.inv_mass[:8]), **model)
     # the MCSEs mean something: ESS far above the ~10 draws below which an MCSE estimate is itself unreliable
     # (measured: 130-500 over 30 seeds at this length or shorter)
     assert np.all(ess_bulk(fresh.function_draws(X_CHECK)) > 50)

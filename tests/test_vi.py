@@ -219,11 +219,11 @@ def test_vb_regression_1d_against_exact_posterior(seed):
     assert vb.a_N == 2.0 + 15 / 2                                          # corrected eq. 3.29: alpha0 + N/2
     Eg = vb.a_N / vb.b_N                                                   # fixed point of eqs. 3.27 and 3.29
     assert np.isclose(vb.lambda_N, np.sum(x**2) * Eg + 2.0)
-    assert np.isclose(vb.m_N, (np.sum(x * y) * Eg + 2.0 * 0.3) / vb.lambda_N)
-    assert np.isclose(vb.b_N, 1.5 + 0.5 * (np.sum((y - vb.m_N * x)**2) + np.sum(x**2) / vb.lambda_N))
+    assert np.isclose(vb.mu_N, (np.sum(x * y) * Eg + 2.0 * 0.3) / vb.lambda_N)
+    assert np.isclose(vb.b_N, 1.5 + 0.5 * (np.sum((y - vb.mu_N * x)**2) + np.sum(x**2) / vb.lambda_N))
     assert 1 / np.sqrt(vb.lambda_N) < ex.sd_w                              # mean field is too narrow in w
     # the closed-form bound is E_q[log p(y, w, gamma) - log q]: Monte Carlo over q, CLT at 4.9 se (false alarm 1e-6)
-    w, g = rng.normal(vb.m_N, 1 / np.sqrt(vb.lambda_N), 40000), rng.gamma(vb.a_N, 1 / vb.b_N, 40000)
+    w, g = rng.normal(vb.mu_N, 1 / np.sqrt(vb.lambda_N), 40000), rng.gamma(vb.a_N, 1 / vb.b_N, 40000)
     logp = (stats.gamma.logpdf(g, 2.0, scale=1 / 1.5) + stats.norm.logpdf(w, 0.3, 1 / np.sqrt(2.0))
             + np.sum(stats.norm.logpdf(y, w[:, None] * x, 1 / np.sqrt(g)[:, None]), axis=1))
     ell = logp - vb.logpdf(w, g)
