@@ -521,6 +521,12 @@ def test_book_pages_transforms():
     assert '#| fig-cap: "Figure 1: First."' in nb.cells[1].source
     md = nb.cells[0].source
     assert "[Figure 1](#fig-a)" in md and "[Equation 1](#eq-one)" in md and '<span id="eq-one"' in md and "\\qquad (1)$$" in md
+    # an unlabelled display before a labelled one in the same cell keeps its place; the anchor goes to the labelled one
+    nb2 = dict2nb({"cells": [mk_cell("$$a=1$$\n\nText.\n\n$$b=2$$ {#eq-b} and @eq-b", "markdown")], "metadata": {},
+                   "nbformat": 4, "nbformat_minor": 5})
+    assert bp.crossrefs(nb2) == {"eq-b": "Equation 1"}
+    md2 = nb2.cells[0].source
+    assert md2.startswith("$$a=1$$") and md2.index('<span id="eq-b"') > md2.index("Text.") and "b=2 \\qquad (1)$$" in md2
 
 
 def test_scrubber_for_an_interact_cell(tmp_path):

@@ -201,7 +201,8 @@ def book_pages(nb, number_sections: bool = False, warnings: bool = True) -> dict
 # ------------------------------------------------------------------------------------------ cross-references
 # Quarto numbers figures (`#| label: fig-x` with `#| fig-cap:`) and equations (`$$ ... $$ {#eq-x}`) and resolves
 # `@fig-x` / `@eq-x`; smalldocs does neither, so the offline build does it here, in Quarto's words.
-_EQ = re.compile(r"\$\$(.+?)\$\$[ \t]*\{#(eq-[\w-]+)\}", re.S)
+# The maths may not contain `$$`: an unlabelled display earlier in the cell must not swallow the labelled one.
+_EQ = re.compile(r"\$\$((?:(?!\$\$).)+?)\$\$[ \t]*\{#(eq-[\w-]+)\}", re.S)
 _REF = re.compile(r"(?<![\w@.\-`/])(\[?)-?@((?:fig|eq)-[\w-]*\w)(\]?)")
 
 
