@@ -381,9 +381,12 @@ def test_sidebar_numbers_match_the_index():
 
 
 def test_pages_are_numbered_with_prose_toc(site):
-    "Sections are numbered, API names are not in the table of contents but in one 'API reference' section."
+    """Sections are numbered, API names are not in the table of contents but in one 'API reference' section; the
+    landing and contributing pages, which are no chapters, are not numbered."""
     soup = site.pages[page_of(CORE)]
     assert soup.select("h2 .header-section-number"), "sections are not numbered"
+    for nb in ("index.ipynb", "contributing.ipynb"):
+        assert not site.pages[page_of(nb)].select(".header-section-number"), f"{nb} has numbered sections"
     toc = soup.find(id="TOC")
     api_heads = soup.select("h3.unlisted")
     names = {h.get_text(strip=True) for h in api_heads}

@@ -630,10 +630,11 @@ def doc_filters(nb_name, warn, settings: dict | None = None):
             # state (widgets are scrubbers, tools/scrubbers.py)
             nb.metadata.pop("widgets", None)
             book_pages(nb, **(settings or {}))
-            if Path(compat.nb_path(nb)).name == compat.get_config().get("readme_nb", "index.ipynb"):
+            cfg = compat.get_config()
+            if Path(compat.nb_path(nb)).name in {cfg.get("readme_nb", "index.ipynb"), *cfg.get("readme_extra_nbs", "").split()}:
                 from book_pages import set_front_matter
 
-                set_front_matter(nb, **{"number-sections": False})  # the landing page is no chapter
+                set_front_matter(nb, **{"number-sections": False})  # the landing and contributing pages are no chapters
             try:
                 from ipywidgets import Widget
 
