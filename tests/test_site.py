@@ -387,6 +387,11 @@ def test_pages_are_numbered_with_prose_toc(site):
     assert soup.select("h2 .header-section-number"), "sections are not numbered"
     for nb in ("index.ipynb", "contributing.ipynb"):
         assert not site.pages[page_of(nb)].select(".header-section-number"), f"{nb} has numbered sections"
+    # every number is a number: a heading below the first section's level before the first section left smalldocs
+    # (and Quarto: "0.1") without a counter, and the mcmc and smc pages showed empty numbers
+    empty = {p: [h.parent.get_text(" ", strip=True)[:40] for h in s.select(".header-section-number") if not h.get_text(strip=True)]
+             for p, s in site.pages.items()}
+    assert not {p: e for p, e in empty.items() if e}, "headings with an empty section number"
     toc = soup.find(id="TOC")
     api_heads = soup.select("h3.unlisted")
     names = {h.get_text(strip=True) for h in api_heads}
