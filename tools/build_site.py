@@ -33,7 +33,7 @@ Both engines get the same changes to what nbdev does (see `prepare_for_docs`, `d
 - each chapter gets Open in Colab / Launch Binder / Download .ipynb links (the notebook is shipped in notebooks/);
 - cells tagged `remove-cell` are dropped, stderr warnings are dropped (`execute: warning: false`), hand-written
   section numbers give way to Quarto's (`number-sections`), show_doc headings leave the table of contents for one
-  "API reference" section, and the landing page is unnumbered;
+  "API reference" section, and the landing and contributing pages are unnumbered;
 - nbdev's doc shell runs only the imports of cells it runs for their imports (not the computation in them),
   the outputs the notebook was executed with are kept, show_doc copes with numpy-array defaults, and a
   show_doc source link points at the notebook's own module when two modules export the same name.
