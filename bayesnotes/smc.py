@@ -1163,13 +1163,11 @@ def loglik_spread(N:int=200,               # number of particles
     runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_rep)]
     return np.array([r.log_evidence - log_evidence for r in runs]), float(np.mean([r.resampled.sum() for r in runs]))
 
-def fig_loglik_spread(N:int=200,               # number of particles
-                      ess_threshold:float=0.5, # resample when ESS < ess_threshold * N
-                      resampling:str="systematic", # resampling scheme
-                      n_rep:int=30,           # independent filter runs
-                      rng=0):             # random seed
+@shares_parameters(loglik_spread, ("N", "ess_threshold", "resampling", "n_rep", "rng"))
+def fig_loglik_spread(**shared): # the filter's settings, as in `loglik_spread`
     "Histogram of log Z_hat - log Z for the bootstrap filter with the given settings."
-    err, n_rs = loglik_spread(N, ess_threshold, resampling, n_rep, rng)
+    err, n_rs = loglik_spread(**shared)
+    N, ess_threshold, resampling = shared["N"], shared["ess_threshold"], shared["resampling"]
     fig, ax = new_figure(width=6, height=3.2)
     ax.hist(err, bins=15, color=COLORS[0], alpha=0.7)
     ax.axvline(0, color="k", lw=1)
