@@ -24,11 +24,11 @@ __all__ = ['REJECT', 'expected_loss', 'Decision', 'bayes_action', 'weighted_quan
            'fig_reject_regions', 'ambulance_routes', 'fig_ambulance', 'evpi', 'james_stein', 'james_stein_risk',
            'RiskEstimate', 'frequentist_risk', 'fig_james_stein', 'StoppingPValues', 'stopping_rule_pvalues',
            'fig_stopping_rule', 'separable_data', 'logistic_map', 'moderated_predictive', 'fig_map_vs_laplace',
-           'fig_logistic_prior_predictive', 'log_score', 'brier_score', 'joint_predictive', 'CalibrationCurve',
-           'calibration_curve', 'expected_calibration_error', 'marginal_calibration_error', 'softmax',
-           'temperature_scale', 'fig_softmax_temperature', 'reliability_diagram', 'DigitsLogits', 'digits_logits',
-           'fig_reliability_digits', 'PlattScaling', 'platt_scale', 'HistogramBinning', 'histogram_binning',
-           'IsotonicCalibration', 'isotonic_calibration', 'fig_calibrators', 'SelectiveAccuracy',
+           'fig_probit_approximation', 'fig_logistic_prior_predictive', 'log_score', 'brier_score', 'joint_predictive',
+           'CalibrationCurve', 'calibration_curve', 'expected_calibration_error', 'marginal_calibration_error',
+           'softmax', 'temperature_scale', 'fig_softmax_temperature', 'reliability_diagram', 'DigitsLogits',
+           'digits_logits', 'fig_reliability_digits', 'PlattScaling', 'platt_scale', 'HistogramBinning',
+           'histogram_binning', 'IsotonicCalibration', 'isotonic_calibration', 'fig_calibrators', 'SelectiveAccuracy',
            'accuracy_vs_confidence', 'fig_accuracy_vs_confidence', 'conformal_quantile', 'ConformalInterval',
            'split_conformal_regression', 'conformal_bayes_regression', 'ConformalSets',
            'split_conformal_classification', 'pinball_loss', 'quantile_regression', 'conformal_quantile_regression',
@@ -610,6 +610,38 @@ def fig_map_vs_laplace(prior_var=100.0,  # sigma^2 of the prior (the value used 
         ax.scatter(*X[y == 1].T, marker="x", color=COLORS[1], s=15)
         ax.set_title(f"{name}: reject {100 * rej.mean():.0f}% of the box"); ax.set_xlabel("$x_1$")
     axes[0].set_ylabel("$x_2$")
+    return fig
+
+# %% ../nbs/06_decision.ipynb #d3871539
+def fig_probit_approximation(n_mc:int=20000,  # Monte Carlo draws at each check point
+                             rng=0):          # random generator or seed of the Monte Carlo checks
+    "Error of the probit approximation sigma(kappa(v) m) to E sigma(a), a ~ N(m, v), against quadrature and Monte Carlo."
+    n_mc, rng = check_count("n_mc", n_mc, 2), as_rng(rng)
+    m, v = np.linspace(-10, 10, 201), np.geomspace(1e-2, 1e4, 121)
+    M, V = np.meshgrid(m, v)
+    X = np.column_stack([M.ravel(), np.sqrt(V.ravel())])     # a = x^T w with w ~ N((1, 0), diag(0, 1)): mean m, var v
+    mean, cov = np.array([1.0, 0.0]), np.diag([0.0, 1.0])
+    err = (logistic_predictive(mean, cov, X, "probit") - logistic_predictive(mean, cov, X, "quad")).reshape(M.shape)
+    fig, axes = new_figure(1, 2, width=12, height=4.0)
+    lim = np.abs(err).max()
+    im = axes[0].pcolormesh(m, v, err, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
+    axes[0].set(yscale="log", xlabel="posterior mean $m$ of the logit", ylabel="posterior variance $v$",
+                title=f"probit minus quadrature (max |error| {lim:.4f})")
+    fig.colorbar(im, ax=axes[0])
+    for k, mm in enumerate((1.0, 3.0, 5.0, 10.0)):
+        vv = np.geomspace(1e-2, 1e4, 400)
+        exact = logistic_predictive(mean, cov, np.column_stack([np.full_like(vv, mm), np.sqrt(vv)]), "quad")
+        probit = special.expit(mm / np.sqrt(1 + np.pi * vv / 8))
+        axes[1].plot(vv, probit - exact, color=COLORS[k], label=f"m = {mm:g}")
+        vs = np.geomspace(0.1, 1e3, 7)     # Monte Carlo check points: mean of sigma(m + sqrt(v) eps) and its 2 se band
+        draws = special.expit(mm + np.sqrt(vs)[:, None] * rng.standard_normal((len(vs), n_mc)))
+        mc, se = draws.mean(1), draws.std(1, ddof=1) / np.sqrt(n_mc)
+        axes[1].errorbar(vs, special.expit(mm / np.sqrt(1 + np.pi * vs / 8)) - mc, yerr=2 * se, fmt="o", ms=3,
+                         color=COLORS[k], capsize=2)
+    axes[1].axhline(0, color="k", lw=0.8)
+    axes[1].set(xscale="log", xlabel="posterior variance $v$", ylabel="probit minus exact",
+                title="lines: vs quadrature; dots: vs Monte Carlo (2 se)")
+    axes[1].legend(frameon=False, fontsize=8)
     return fig
 
 # %% ../nbs/06_decision.ipynb #060b0970

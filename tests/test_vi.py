@@ -634,6 +634,16 @@ def test_probit_approximation_against_quadrature():
     assert abs(abs(p - quad(5.0, 6.875)) - 0.011339) < 1e-5
 
 
+def test_quadrature_predictive_accurate_for_wide_posteriors():
+    "method='quad' against adaptive quadrature of the logistic-Gaussian integral, written over the logistic variable."
+    def ref(mu, v):   # E[sigmoid(a)] = E[Phi((mu - L) / sqrt(v))], L ~ Logistic(0, 1): smooth in L for every v
+        return integrate.quad(lambda l: special.ndtr((mu - l) / np.sqrt(v)) * special.expit(l) * special.expit(-l),
+                              -60, 60, epsabs=1e-15, epsrel=1e-13, limit=1000)[0]
+    worst = max(abs(logistic_predictive([mu], [[v]], np.ones((1, 1)), "quad")[0] - ref(mu, v))
+                for mu in (-8.0, -0.5, 0.7, 3.0, 30.0) for v in (1e-3, 0.5, 1.0, 1.5, 10.0, 1e3, 1e6))
+    assert worst < 1e-9          # Gauss-Hermite alone was off by 6e-3 at v = 1e3 (m = 8)
+
+
 def test_logistic_predictive_monte_carlo_and_bad_input(seed):
     rng = np.random.default_rng(seed(0))
     X = rng.normal(size=(10, 3))
