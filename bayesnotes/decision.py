@@ -28,13 +28,15 @@ __all__ = ['REJECT', 'expected_loss', 'Decision', 'bayes_action', 'weighted_quan
            'CalibrationCurve', 'calibration_curve', 'expected_calibration_error', 'marginal_calibration_error',
            'softmax', 'temperature_scale', 'fig_softmax_temperature', 'reliability_diagram', 'DigitsLogits',
            'digits_logits', 'fig_reliability_digits', 'PlattScaling', 'platt_scale', 'HistogramBinning',
-           'histogram_binning', 'IsotonicCalibration', 'isotonic_calibration', 'fig_calibrators', 'SelectiveAccuracy',
-           'accuracy_vs_confidence', 'fig_accuracy_vs_confidence', 'conformal_quantile', 'ConformalInterval',
-           'split_conformal_regression', 'conformal_bayes_regression', 'ConformalSets',
-           'split_conformal_classification', 'pinball_loss', 'quantile_regression', 'conformal_quantile_regression',
-           'heteroscedastic_data', 'ConformalDemo', 'conformal_regression_demo', 'fig_conformal_regression',
-           'conformal_coverage_study', 'fig_conformal_coverage', 'prob_beta_greater', 'ABTest', 'ab_test_expected_loss',
-           'SequentialABTest', 'sequential_ab_test', 'ABStudy', 'ab_test_study', 'fig_ab_test']
+           'histogram_binning', 'IsotonicCalibration', 'isotonic_calibration', 'fig_calibrators',
+           'BinnedCalibrationError', 'binned_calibration_error', 'ScalingBinning', 'scaling_binning',
+           'fig_scaling_binning', 'SelectiveAccuracy', 'accuracy_vs_confidence', 'fig_accuracy_vs_confidence',
+           'conformal_quantile', 'ConformalInterval', 'split_conformal_regression', 'conformal_bayes_regression',
+           'ConformalSets', 'split_conformal_classification', 'pinball_loss', 'quantile_regression',
+           'conformal_quantile_regression', 'heteroscedastic_data', 'ConformalDemo', 'conformal_regression_demo',
+           'fig_conformal_regression', 'conformal_coverage_study', 'fig_conformal_coverage', 'prob_beta_greater',
+           'ABTest', 'ab_test_expected_loss', 'SequentialABTest', 'sequential_ab_test', 'ABStudy', 'ab_test_study',
+           'fig_ab_test']
 
 # %% ../nbs/06_decision.ipynb #0c6778a4
 def _as_samples(name, x):
@@ -987,6 +989,116 @@ def fig_calibrators(n_bins=10,  # bins of the histogram calibrator and of the EC
                      fontsize=9)
         ax.set_xlabel("raw top-label confidence")
     axes[0].set_ylabel("correct? (jittered) / calibrated probability"); axes[0].legend(frameon=False, fontsize=8)
+    return fig
+
+# %% ../nbs/06_decision.ipynb #24517e6b
+class BinnedCalibrationError(NamedTuple):
+    "Squared l2 calibration error of a predictor with finitely many outputs, estimated on labelled data."
+    ce2: float          # the estimate of CE^2 (debiased: can be slightly negative)
+    ce: float           # sqrt(max(ce2, 0))
+    values: np.ndarray  # (B,) the distinct predicted probabilities s_b
+    counts: np.ndarray  # (B,) points per value n_b
+    freq: np.ndarray    # (B,) fraction of y = 1 per value
+
+def binned_calibration_error(probs,              # (n,) predicted P(y = 1), taking finitely many values (a binned calibrator)
+                             labels,             # (n,) binary outcomes
+                             debiased:bool=True, # subtract the binomial noise ybar (1 - ybar) / (n_b - 1) of each group
+                            ) -> BinnedCalibrationError:
+    "Plug-in or debiased (Kumar et al. 2019) estimate of the squared l2 calibration error, grouping by predicted value."
+    p = np.asarray(probs, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"probs must be one-dimensional, got shape {p.shape}")
+    _, y = _probs_labels(p, labels)
+    values, inv = np.unique(p, return_inverse=True)
+    counts = np.bincount(inv)
+    if debiased and counts.min() < 2:
+        raise ValueError("probs must take each value at least twice for the debiased estimate (bin the predictions)")
+    freq = np.bincount(inv, y.astype(float)) / counts
+    terms = (freq - values) ** 2 - (freq * (1 - freq) / (counts - 1) if debiased else 0.0)
+    ce2 = float(np.sum(counts / len(y) * terms))
+    return BinnedCalibrationError(ce2, float(np.sqrt(max(ce2, 0.0))), values, counts, freq)
+
+class ScalingBinning(NamedTuple):
+    "Fitted scaling-binning map: Platt scaling, then the mean scaled value of the bin the scaled value falls in."
+    scaler: PlattScaling   # the scaling map g fitted on the first third
+    cuts: np.ndarray       # (B-1,) interior bin edges on g's outputs (equal-mass on the second third)
+    values: np.ndarray     # (B,) mean of g over the third part's points in each bin
+    def __call__(self, scores): return self.values[np.searchsorted(self.cuts, self.scaler(scores), side="right")]
+
+def scaling_binning(scores,      # (n,) real-valued scores (log-odds) on the calibration set, in random order
+                    labels,      # (n,) binary outcomes
+                    n_bins=10):  # number of output values B
+    "Scaling-binning calibrator (Kumar et al. 2019): Platt on the first third, equal-mass bins on the second, bin means of g on the third."
+    s = check_finite("scores", np.asarray(scores, dtype=float))
+    if s.ndim != 1:
+        raise ValueError(f"scores must be one-dimensional, got shape {s.shape}")
+    _, y = _probs_labels(np.full(s.shape, 0.5), labels)
+    B = check_count("n_bins", n_bins)
+    if len(s) < 3 * 2 * B:
+        raise ValueError(f"scores: need at least 6 n_bins = {6 * B} points (three parts, two per bin), got {len(s)}")
+    i1, i2 = len(s) // 3, 2 * len(s) // 3
+    g = platt_scale(s[:i1], y[:i1])
+    cuts = np.quantile(g(s[i1:i2]), np.arange(1, B) / B)
+    g3 = g(s[i2:])
+    b = np.searchsorted(cuts, g3, side="right")
+    counts = np.bincount(b, minlength=B)
+    mid = np.r_[cuts[:1], 0.5 * (cuts[:-1] + cuts[1:]), cuts[-1:]] if B > 1 else np.array([g3.mean()])
+    values = np.where(counts > 0, np.bincount(b, g3, B) / np.maximum(counts, 1), mid)   # an empty bin keeps its middle
+    return ScalingBinning(g, cuts, values)
+
+def _synthetic_calibration(n, rng):
+    "Scores s ~ N(0, 2^2) with P(y = 1 | s) = sigma(s / 2 + 0.3): a mis-scaled classifier with a known calibration law."
+    s = 2.0 * rng.standard_normal(n)
+    return s, (rng.random(n) < special.expit(0.5 * s + 0.3)).astype(int)
+
+_S = np.linspace(-16.0, 16.0, 8001)                          # score grid: 8 sds of N(0, 2^2) each side
+_W = stats.norm.pdf(_S, 0, 2) / stats.norm.pdf(_S, 0, 2).sum()
+def _exact_ce2(predict):
+    """Exact CE^2 (to the grid's accuracy, about 1e-6) of a calibrator under `_synthetic_calibration`: for a map with
+    finitely many outputs s_b, sum_b p_b (mu_b - s_b)^2; for a continuous monotone map, E[(f(s) - P(y = 1 | s))^2]."""
+    pred, truth = predict(_S), special.expit(0.5 * _S + 0.3)
+    vals, inv = np.unique(pred, return_inverse=True)
+    if len(vals) > 100:                                     # continuous: E[y | f(s)] = P(y = 1 | s)
+        return float(np.sum(_W * (pred - truth) ** 2))
+    pb = np.bincount(inv, _W)
+    return float(np.sum(pb * (np.bincount(inv, _W * truth) / pb - vals) ** 2))
+
+def fig_scaling_binning(n_bins=10,   # output values of both binned calibrators
+                        n_rep=100,   # synthetic calibration or evaluation sets per size
+                        rng=0):      # random generator or seed of the synthetic sets
+    "Exact calibration error of histogram binning, scaling-binning and Platt scaling, and plug-in vs debiased estimates."
+    rng = as_rng(rng)
+    fig, axes = new_figure(1, 2, width=12, height=4.0)
+    sizes = np.array([150, 300, 600, 1200, 2400])
+    fits = {"histogram binning": lambda s, y: (lambda h: lambda t: h(special.expit(t)))(histogram_binning(special.expit(s), y, n_bins)),
+            "scaling-binning": lambda s, y: scaling_binning(s, y, n_bins),
+            "Platt scaling (continuous)": lambda s, y: platt_scale(s, y)}
+    ce = {k: np.zeros((len(sizes), n_rep)) for k in fits}
+    for i, n in enumerate(sizes):
+        for r in range(n_rep):
+            s, y = _synthetic_calibration(n, rng)
+            for k, fit in fits.items():
+                ce[k][i, r] = _exact_ce2(fit(s, y))
+    for k, (name, v) in enumerate(ce.items()):
+        axes[0].errorbar(sizes, v.mean(1), yerr=2 * v.std(1, ddof=1) / np.sqrt(n_rep), marker="o", capsize=2,
+                         color=COLORS[k], ls="--" if "Platt" in name else "-", label=name)
+    axes[0].set(xscale="log", yscale="log", xlabel="calibration-set size", ylabel="mean exact CE$^2$ (2 se)",
+                title=f"{n_bins}-value calibrators, synthetic scores")
+    axes[0].legend(frameon=False, fontsize=8)
+    # right: a fixed 5-value predictor, CE^2 known exactly; plug-in vs debiased estimates over evaluation sets
+    cuts_s = stats.norm.ppf(np.arange(1, 5) / 5, 0, 2)                   # 5 equal-mass score bins
+    values = special.expit(np.r_[-2.5, -0.8, 0.0, 0.8, 2.5] * 0.6)        # a deliberately imperfect map
+    truth = _exact_ce2(lambda t: values[np.searchsorted(cuts_s, t)])
+    sizes = np.array([100, 200, 500, 1000, 2000])          # n >= 100: a group of one point has probability < 1e-8
+    for k, debiased in enumerate((False, True)):
+        est = np.array([[binned_calibration_error(values[np.searchsorted(cuts_s, s_)], y_, debiased).ce2
+                         for s_, y_ in (_synthetic_calibration(n, rng) for _ in range(n_rep))] for n in sizes])
+        axes[1].errorbar(sizes, est.mean(1), yerr=2 * est.std(1, ddof=1) / np.sqrt(n_rep), fmt="o-", capsize=2,
+                         color=COLORS[k + 3], label="debiased" if debiased else "plug-in")
+    axes[1].axhline(truth, color="k", lw=1, label=f"exact CE$^2$ = {truth:.4f}")
+    axes[1].set(xscale="log", xlabel="evaluation-set size n", ylabel="mean estimate of CE$^2$ (2 se)",
+                title="a fixed 5-value predictor, synthetic scores")
+    axes[1].legend(frameon=False, fontsize=8)
     return fig
 
 # %% ../nbs/06_decision.ipynb #3193be4f
