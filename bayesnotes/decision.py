@@ -909,13 +909,26 @@ class PlattScaling(NamedTuple):
     b: float   # offset
     def __call__(self, scores): return special.expit(self.a * np.asarray(scores, dtype=float) + self.b)
 
-def platt_scale(scores,   # (n,) real-valued scores, e.g. log-odds of a binary classifier
-                labels):  # (n,) binary outcomes in {0, 1}
-    "Platt scaling: fit p = sigma(a s + b) by maximum likelihood on held-out data."
+def _binary_scores(scores, labels):
+    "Validate one-dimensional finite scores and binary labels of the same length; returns (scores, labels)."
     s = check_finite("scores", np.asarray(scores, dtype=float))
     if s.ndim != 1:
         raise ValueError(f"scores must be one-dimensional, got shape {s.shape}")
-    _, y = _probs_labels(np.full(s.shape, 0.5), labels)          # validates binary labels of matching length
+    return s, _probs_labels(np.full(s.shape, 0.5), labels)[1]     # validates binary labels of matching length
+
+def _binary_groups(probs, labels):
+    "Group binary outcomes by predicted P(y = 1): (distinct values, counts, number of ones) per value."
+    p = np.asarray(probs, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"probs must be one-dimensional, got shape {p.shape}")
+    _, y = _probs_labels(p, labels)
+    values, inv = np.unique(p, return_inverse=True)
+    return values, np.bincount(inv), np.bincount(inv, y.astype(float))
+
+def platt_scale(scores,   # (n,) real-valued scores, e.g. log-odds of a binary classifier
+                labels):  # (n,) binary outcomes in {0, 1}
+    "Platt scaling: fit p = sigma(a s + b) by maximum likelihood on held-out data."
+    s, y = _binary_scores(scores, labels)
     def nll(ab):   # sum of log(1 + e^eta) - y eta: convex in (a, b)
         eta = ab[0] * s + ab[1]
         return anp.sum(anp.logaddexp(0.0, eta) - y * eta)
@@ -948,13 +961,8 @@ class IsotonicCalibration(NamedTuple):
 def isotonic_calibration(probs,   # (n,) uncalibrated P(y = 1)
                          labels): # (n,) binary outcomes
     "Isotonic regression calibrator: the non-decreasing map minimising the squared error to the labels."
-    p = np.asarray(probs, dtype=float)
-    if p.ndim != 1:
-        raise ValueError(f"probs must be one-dimensional, got shape {p.shape}")
-    _, y = _probs_labels(p, labels)
-    xs, inv = np.unique(p, return_inverse=True)
-    sums, counts = np.bincount(inv, y.astype(float)), np.bincount(inv)
-    fit = optimize.isotonic_regression(sums / counts, weights=counts).x   # pool-adjacent-violators
+    xs, counts, ones = _binary_groups(probs, labels)
+    fit = optimize.isotonic_regression(ones / counts, weights=counts).x   # pool-adjacent-violators
     return IsotonicCalibration(xs, fit)
 
 def _confidence_problem(rng=0):
@@ -1005,17 +1013,12 @@ def binned_calibration_error(probs,              # (n,) predicted P(y = 1), taki
                              debiased:bool=True, # subtract the binomial noise ybar (1 - ybar) / (n_b - 1) of each group
                             ) -> BinnedCalibrationError:
     "Plug-in or debiased (Kumar et al. 2019) estimate of the squared l2 calibration error, grouping by predicted value."
-    p = np.asarray(probs, dtype=float)
-    if p.ndim != 1:
-        raise ValueError(f"probs must be one-dimensional, got shape {p.shape}")
-    _, y = _probs_labels(p, labels)
-    values, inv = np.unique(p, return_inverse=True)
-    counts = np.bincount(inv)
+    values, counts, ones = _binary_groups(probs, labels)
     if debiased and counts.min() < 2:
         raise ValueError("probs must take each value at least twice for the debiased estimate (bin the predictions)")
-    freq = np.bincount(inv, y.astype(float)) / counts
+    freq = ones / counts
     terms = (freq - values) ** 2 - (freq * (1 - freq) / (counts - 1) if debiased else 0.0)
-    ce2 = float(np.sum(counts / len(y) * terms))
+    ce2 = float(np.sum(counts / counts.sum() * terms))
     return BinnedCalibrationError(ce2, float(np.sqrt(max(ce2, 0.0))), values, counts, freq)
 
 class ScalingBinning(NamedTuple):
@@ -1029,10 +1032,7 @@ def scaling_binning(scores,      # (n,) real-valued scores (log-odds) on the cal
                     labels,      # (n,) binary outcomes
                     n_bins=10):  # number of output values B
     "Scaling-binning calibrator (Kumar et al. 2019): Platt on the first third, equal-mass bins on the second, bin means of g on the third."
-    s = check_finite("scores", np.asarray(scores, dtype=float))
-    if s.ndim != 1:
-        raise ValueError(f"scores must be one-dimensional, got shape {s.shape}")
-    _, y = _probs_labels(np.full(s.shape, 0.5), labels)
+    s, y = _binary_scores(scores, labels)
     B = check_count("n_bins", n_bins)
     if len(s) < 3 * 2 * B:
         raise ValueError(f"scores: need at least 6 n_bins = {6 * B} points (three parts, two per bin), got {len(s)}")
