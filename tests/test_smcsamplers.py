@@ -1,0 +1,271 @@
+"""Tests of bayesnotes.smcsamplers: waste-free SMC, SMC-ABC and SMC^2 against exact answers (closed forms, quadrature,
+Kalman likelihoods on a grid), their building blocks, and input validation.
+
+Every statistical bound is a Student-t quantile of the mean of R independent runs (its standard error estimated from
+the runs' spread), at the false-alarm probability stated next to it, plus an explicit allowance for a known bias."""
+import inspect
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bayesnotes.smc import LinearGaussianSSM, bootstrap_filter, tempered_smc
+from bayesnotes.smcsamplers import (StationaryAR1, ar1_exact, ar1_smc2_example, gaussian_abc_example,
+                                    gaussian_abc_posterior, grid_reference, smc2, smc_abc, waste_free_smc)
+from bayesnotes.smcsamplers import _fresh_filters, _resample_blocks
+
+
+def t_bound(R, alpha):
+    "Two-sided Student-t quantile for the mean of R runs at false-alarm probability alpha."
+    return stats.t.isf(alpha / 2, R - 1)
+
+
+# ---------------------------------------------------------------- waste-free SMC
+
+def _conjugate_problem(rng):
+    "y_i ~ N(theta, I_2), i = 1..10, theta ~ N(0, 4 I): log Z, posterior mean and variance in closed form."
+    n, s0 = 10, 2.0
+    Y = np.array([0.5, -1.0]) + rng.standard_normal((n, 2))
+    lp = lambda th: stats.norm.logpdf(th, 0, s0).sum(1)
+    ll = lambda th: stats.norm.logpdf(Y[None], th[:, None, :]).sum((1, 2))
+    ps = lambda rng, N: s0 * rng.standard_normal((N, 2))
+    # each coordinate's data are jointly N(0, I + s0^2 1 1^T), independently of the other coordinate
+    logZ = sum(stats.multivariate_normal(np.zeros(n), np.eye(n) + s0 ** 2).logpdf(Y[:, j]) for j in range(2))
+    post_var = 1 / (n + 1 / s0 ** 2)
+    return (lp, ll, ps), logZ, post_var * Y.sum(0), np.full(2, post_var)
+
+
+def test_waste_free_conjugate_gaussian(seed):
+    "Log evidence, posterior means and variances of repeated waste-free runs against the closed forms."
+    (lp, ll, ps), logZ, pm, pv = _conjugate_problem(np.random.default_rng(seed(1)))
+    R, N, P = 20, 1000, 20
+    runs = [waste_free_smc(lp, ll, ps, N, P, rng=seed(100 + s)) for s in range(R)]
+    le = np.array([r.log_evidence for r in runs])
+    m = np.array([r.weights @ r.particles for r in runs])
+    v = np.array([r.weights @ (r.particles - r.weights @ r.particles) ** 2 for r in runs])
+    k = t_bound(R, 1e-6 / 5)   # 5 comparisons (log Z, 2 means, 2 variances), family-wise false alarm 1e-6
+    # log Z_hat is biased downwards by about half its variance (Z_hat is unbiased): added as allowance
+    assert abs(le.mean() - logZ) < k * le.std(ddof=1) / np.sqrt(R) + le.var() / 2, (le.mean(), logZ)
+    assert np.all(np.abs(m.mean(0) - pm) < k * m.std(0, ddof=1) / np.sqrt(R)), (m.mean(0), pm)
+    # the plug-in variance of M = N / P chains has an O(1/M) relative downward bias: allowance 2 / M
+    assert np.all(np.abs(v.mean(0) - pv) < k * v.std(0, ddof=1) / np.sqrt(R) + 2 * P / N * pv), (v.mean(0), pv)
+    for r in runs[:3]:
+        assert r.particles.shape == (N, 2) and r.temperatures[0] == 0 and r.temperatures[-1] == 1
+        assert len(r.ess) == r.n_steps and len(r.acceptance) == r.n_steps - 1 and 0.05 < r.acceptance.mean() < 0.9
+        # every reweighting but the last keeps ESS = ess_target N exactly (root finding)
+        assert np.allclose(r.ess[:-1], N / 2, rtol=1e-6) and r.ess[-1] >= N / 2 * (1 - 1e-6)
+
+
+def test_waste_free_keeps_every_chain_state(seed):
+    "Rows p M + m of the final cloud are state p of chain m: consecutive states differ only by accepted moves."
+    (lp, ll, ps), *_ = _conjugate_problem(np.random.default_rng(seed(2)))
+    r = waste_free_smc(lp, ll, ps, 600, 30, rng=seed(3))
+    chains = r.particles.reshape(30, 20, 2)
+    moved = np.any(chains[1:] != chains[:-1], axis=2)            # (29 steps, 20 chains)
+    # the fraction of moved states is the acceptance of the last move, recorded by the sampler
+    assert moved.mean() == pytest.approx(r.acceptance[-1], abs=1e-12)
+
+
+def test_waste_free_shares_tempered_smc_settings():
+    "The shared settings are those of tempered_smc, with its defaults (declared once, via shares_parameters)."
+    sig, src = inspect.signature(waste_free_smc).parameters, inspect.signature(tempered_smc).parameters
+    for name in ("ess_target", "resampling", "scale", "progress"):
+        assert sig[name].default == src[name].default
+
+
+def test_waste_free_bad_inputs():
+    lp = lambda th: -0.5 * th[:, 0] ** 2
+    ps = lambda rng, N: rng.standard_normal((N, 1))
+    with pytest.raises(ValueError, match="P"):
+        waste_free_smc(lp, lp, ps, 100, 30)
+    with pytest.raises(ValueError, match="P"):
+        waste_free_smc(lp, lp, ps, 100, 1)
+    with pytest.raises(ValueError, match="N"):
+        waste_free_smc(lp, lp, ps, 1, 1)
+    with pytest.raises(ValueError, match="ess_target"):
+        waste_free_smc(lp, lp, ps, 100, 10, ess_target=1.5)
+    with pytest.raises(ValueError, match="log_lik"):
+        waste_free_smc(lp, None, ps, 100, 10)
+    with pytest.raises(ValueError, match="resampling"):
+        waste_free_smc(lp, lp, ps, 100, 10, resampling="nope")
+    with pytest.raises(ValueError, match="log_lik"):
+        waste_free_smc(lp, lambda th: np.full(len(th), np.nan), ps, 100, 10)
+
+
+def test_grid_reference_gaussian():
+    "Quadrature of a correlated 2-d Gaussian 'posterior': evidence, mean and variances are known."
+    m, S = np.array([0.3, -0.2]), np.array([[1.0, 0.6], [0.6, 2.0]])
+    lp = lambda th: np.zeros(len(th))
+    ll = lambda th: stats.multivariate_normal(m, S).logpdf(th) + np.log(3.0)
+    ref = grid_reference(lp, ll, m - 9 * np.sqrt(np.diag(S)), m + 9 * np.sqrt(np.diag(S)), 601)
+    assert ref.log_evidence == pytest.approx(np.log(3.0), abs=1e-6)
+    assert np.allclose(ref.mean, m, atol=1e-6) and np.allclose(ref.variance, np.diag(S), rtol=1e-4)
+    with pytest.raises(ValueError, match="hi"):
+        grid_reference(lp, ll, [0, 0], [0, 1])
+
+
+# ---------------------------------------------------------------- SMC-ABC
+
+def test_gaussian_abc_posterior_reference(seed):
+    "The quadrature ABC posterior: eps = 0 is the conjugate posterior; eps > 0 agrees with rejection ABC."
+    s_obs, n, sd0 = 0.8, 20, 2.0
+    grid = np.linspace(-5, 6, 22001)
+    p0 = gaussian_abc_posterior(s_obs, 0.0, grid)
+    v = 1 / (n + 1 / sd0 ** 2)
+    assert np.allclose(p0, stats.norm.pdf(grid, v * n * s_obs, np.sqrt(v)), atol=1e-6)
+    # rejection ABC is an independent reference: theta ~ prior, s ~ N(theta, 1/n), keep |s - s_obs| < eps
+    eps = 0.3
+    rng = np.random.default_rng(seed(4))
+    th = sd0 * rng.standard_normal(400_000)
+    kept = th[np.abs(th + rng.standard_normal(th.size) / np.sqrt(n) - s_obs) < eps]
+    p = gaussian_abc_posterior(s_obs, eps, grid)
+    mean = np.trapezoid(grid * p, grid)
+    var = np.trapezoid((grid - mean) ** 2 * p, grid)
+    # kept draws are iid from the ABC posterior (about 13000 of them): 5.3 SEs two-sided = 1e-7 each (2 comparisons);
+    # the SE of a sample variance is var * sqrt(2 / n) for a near-Gaussian law (kurtosis close to 3 here)
+    assert abs(kept.mean() - mean) < 5.3 * np.sqrt(var / kept.size)
+    assert abs(kept.var() - var) < 5.3 * var * np.sqrt(2.2 / kept.size)
+    assert np.sqrt(var) > np.sqrt(v) * 1.2            # eps = 0.3 visibly inflates the posterior sd (0.28 vs 0.22)
+
+
+def test_smc_abc_matches_exact_abc_posterior(seed):
+    "At the final tolerance, the mean, sd and ABC evidence of repeated SMC-ABC runs match the quadrature reference."
+    s_obs, simulate, log_prior, prior_sample = gaussian_abc_example(rng=seed(5))
+    eps, R = 0.05, 20
+    grid = np.linspace(-6, 7, 26001)
+    p = gaussian_abc_posterior(s_obs, eps, grid)
+    mean = np.trapezoid(grid * p, grid)
+    sd = np.sqrt(np.trapezoid((grid - mean) ** 2 * p, grid))
+    sm = np.sqrt(4 + 1 / 20)                            # prior predictive sd of s
+    logZ = np.log(stats.norm.cdf((s_obs + eps) / sm) - stats.norm.cdf((s_obs - eps) / sm))
+    runs = [smc_abc(simulate, s_obs, log_prior, prior_sample, 2000, eps, rng=seed(200 + s), n_mcmc=3)
+            for s in range(R)]
+    m = np.array([r.weights @ r.particles[:, 0] for r in runs])
+    s = np.array([np.sqrt(r.weights @ (r.particles[:, 0] - mr) ** 2) for r, mr in zip(runs, m)])
+    le = np.array([r.log_evidence for r in runs])
+    k = t_bound(R, 1e-6 / 3)    # 3 comparisons, family-wise false alarm 1e-6
+    assert abs(m.mean() - mean) < k * m.std(ddof=1) / np.sqrt(R), (m.mean(), mean)
+    # the plug-in sd of >= 1000 alive particles (fewer distinct) is biased down by O(1/n): allowance sd * 10 / 1000
+    assert abs(s.mean() - sd) < k * s.std(ddof=1) / np.sqrt(R) + 0.01 * sd, (s.mean(), sd)
+    # log of an (almost) unbiased estimate: downward bias about half its variance, added as allowance
+    assert abs(le.mean() - logZ) < k * le.std(ddof=1) / np.sqrt(R) + le.var() / 2, (le.mean(), logZ)
+    for r in runs[:3]:
+        assert r.tolerances[-1] == eps and np.all(np.diff(r.tolerances) < 0)
+        assert np.all(r.distances[r.weights > 0] < eps) and np.all(r.ess >= 1000)
+
+
+def test_smc_abc_bad_inputs():
+    s_obs, simulate, log_prior, prior_sample = gaussian_abc_example()
+    with pytest.raises(ValueError, match="eps_min"):
+        smc_abc(simulate, s_obs, log_prior, prior_sample, 100, 0.0)
+    with pytest.raises(ValueError, match="alive"):
+        smc_abc(simulate, s_obs, log_prior, prior_sample, 100, 0.1, alive=1.0)
+    with pytest.raises(ValueError, match="s_obs"):
+        smc_abc(simulate, [np.nan], log_prior, prior_sample, 100, 0.1)
+    with pytest.raises(ValueError, match="simulate"):
+        smc_abc(None, s_obs, log_prior, prior_sample, 100, 0.1)
+    with pytest.raises(ValueError, match="simulate"):
+        smc_abc(lambda rng, th: np.zeros((len(th), 3)), s_obs, log_prior, prior_sample, 100, 0.1)
+    with pytest.raises(ValueError, match="max_steps"):
+        smc_abc(simulate, s_obs, log_prior, prior_sample, 100, 0.1, max_steps=0)
+
+
+# ---------------------------------------------------------------- SMC^2
+
+def test_stationary_ar1_is_the_linear_gaussian_model(seed):
+    "One row-wise coefficient reproduces the chapter's LinearGaussianSSM; per-row coefficients act row by row."
+    rho = 0.6
+    lin = LinearGaussianSSM(A=rho, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - rho ** 2))
+    x = np.linspace(-2, 2, 9)[:, None]
+    ar = StationaryAR1(rho)
+    assert np.allclose(ar.log_obs(3, x, np.array([0.4])), lin.log_obs(3, x, np.array([0.4])))
+    assert np.allclose(ar.f(x), lin.f(x))
+    rows = StationaryAR1(np.linspace(-0.9, 0.9, 9))
+    assert np.allclose(rows.f(x)[:, 0], np.linspace(-0.9, 0.9, 9) * x[:, 0])
+    # stationary start: sample variance of 20000 draws within 5.3 SEs (sd of a sample variance: var sqrt(2 / n))
+    x0 = StationaryAR1(np.full(20000, rho)).sample_initial(np.random.default_rng(seed(6)), 20000)
+    assert abs(x0.var() - 1 / (1 - rho ** 2)) < 5.3 * np.sqrt(2 / 20000) / (1 - rho ** 2)
+    with pytest.raises(ValueError, match="rho"):
+        StationaryAR1([0.5, 1.0])
+
+
+def test_resample_blocks_unbiased_within_blocks(seed):
+    "Each block's offspring counts have mean N_x W (systematic resampling per block), and never leave the block."
+    rng = np.random.default_rng(seed(7))
+    W = rng.dirichlet(np.ones(6), size=3)
+    R = 3000
+    counts = np.array([np.bincount(_resample_blocks(W, rng), minlength=18) for _ in range(R)]).reshape(R, 3, 6)
+    assert np.all(counts.sum(2) == 6)                                # 6 offspring per block, none across blocks
+    # systematic counts are floor or ceil of N_x W
+    assert np.all((counts == np.floor(6 * W)) | (counts == np.ceil(6 * W)))
+    se = counts.std(0, ddof=1) / np.sqrt(R) + 1e-12
+    # 18 means at 6 SEs: family-wise false alarm < 18 * 2e-9
+    assert np.all(np.abs(counts.mean(0) - 6 * W) < 6 * se)
+
+
+def test_inner_filters_match_the_chapter_bootstrap_filter(seed):
+    "The batched inner filters have the log-likelihood law of the chapter's bootstrap filter (resampling every step)."
+    y, *_ = ar1_smc2_example(T=12, rng=seed(8))
+    rho, Nx, R = 0.5, 100, 600
+    ours = _fresh_filters(np.random.default_rng(seed(9)), StationaryAR1, np.full((R, 1), rho), y, Nx).log_Z
+    lin = LinearGaussianSSM(A=rho, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - rho ** 2))
+    rng = np.random.default_rng(seed(10))
+    ref = np.array([bootstrap_filter(lin, y, Nx, rng, ess_threshold=1.0).log_evidence for _ in range(R)])
+    # two-sample z-test of the means, 5.3 SEs: false alarm 1e-7; Z_hat itself is unbiased for the Kalman likelihood
+    se = np.sqrt(ours.var(ddof=1) / R + ref.var(ddof=1) / R)
+    assert abs(ours.mean() - ref.mean()) < 5.3 * se
+    # and the variances agree (ratio of two sample variances with 599 df each: within a factor 1.5, P < 1e-6)
+    assert 1 / 1.5 < ours.var() / ref.var() < 1.5
+    logZ = lin.kalman_filter(y).log_evidence
+    w = np.exp(ours - logZ)
+    # E[Z_hat / Z] = 1; the ratio has sd about 0.25 here, light-tailed: 5.3 SEs
+    assert abs(w.mean() - 1) < 5.3 * w.std(ddof=1) / np.sqrt(R)
+
+
+def test_smc2_matches_kalman_grid(seed):
+    "Posterior mean of rho and log evidence of repeated SMC^2 runs against the exact (Kalman likelihood, grid) values."
+    y, ssm_of, log_prior, prior_sample = ar1_smc2_example()
+    grid, post, logZ = ar1_exact(y)
+    mean = np.trapezoid(grid * post, grid)
+    sd = np.sqrt(np.trapezoid((grid - mean) ** 2 * post, grid))
+    R = 10
+    runs = [smc2(ssm_of, log_prior, prior_sample, y, 300, 100, rng=seed(300 + s), n_mcmc=5) for s in range(R)]
+    m = np.array([r.weights @ r.particles[:, 0] for r in runs])
+    le = np.array([r.log_evidence for r in runs])
+    k = t_bound(R, 1e-6 / 2)    # 2 comparisons, family-wise false alarm 1e-6
+    # allowance for the O(1/N) bias of a weighted mean of N = 300 particles: 0.05 posterior sd (0.009); over 20 runs
+    # its estimate was 0.03 sd +- 0.01
+    assert abs(m.mean() - mean) < k * m.std(ddof=1) / np.sqrt(R) + 0.05 * sd, (m.mean(), mean)
+    assert abs(le.mean() - logZ) < k * le.std(ddof=1) / np.sqrt(R) + le.var() / 2, (le.mean(), logZ)
+    for r in runs[:3]:
+        assert len(r.move_steps) >= 1 and np.all(r.n_x == 100) and len(r.ess) == len(y)
+        assert r.cost >= 300 * 100 * len(y)
+
+
+def test_smc2_doubles_n_x(seed):
+    "With nx_double_below = 0.99 every move doubles N_x (exchange step); the evidence stays consistent."
+    y, ssm_of, log_prior, prior_sample = ar1_smc2_example(T=15)
+    _, _, logZ = ar1_exact(y)
+    r = smc2(ssm_of, log_prior, prior_sample, y, 200, 5, rng=seed(11), n_mcmc=2, nx_double_below=0.99)
+    assert len(r.move_steps) >= 1
+    assert r.n_x[-1] == 5 * 2 ** len(r.move_steps) and np.all(np.diff(r.n_x) >= 0)
+    for t in r.move_steps:
+        assert r.n_x[t] == 2 * r.n_x[t - 1]
+    # a single run: sd of log Z_hat about 0.15 at these settings (20 runs), 1.0 is more than 6 of those
+    assert abs(r.log_evidence - logZ) < 1.0
+
+
+def test_smc2_bad_inputs():
+    y, ssm_of, log_prior, prior_sample = ar1_smc2_example(T=5)
+    with pytest.raises(ValueError, match="N_x"):
+        smc2(ssm_of, log_prior, prior_sample, y, 10, 0)
+    with pytest.raises(ValueError, match="ess_threshold"):
+        smc2(ssm_of, log_prior, prior_sample, y, 10, ess_threshold=-0.1)
+    with pytest.raises(ValueError, match="nx_double_below"):
+        smc2(ssm_of, log_prior, prior_sample, y, 10, nx_double_below=1.0)
+    with pytest.raises(ValueError, match="y"):
+        smc2(ssm_of, log_prior, prior_sample, np.array([0.1, np.nan]), 10)
+    with pytest.raises(ValueError, match="ssm_of"):
+        smc2(None, log_prior, prior_sample, y, 10)
+    with pytest.raises(ValueError, match="n_mcmc"):
+        smc2(ssm_of, log_prior, prior_sample, y, 10, n_mcmc=-1)
