@@ -8,12 +8,13 @@ import math
 from typing import NamedTuple
 import numpy as np
 from scipy import integrate, optimize, special, stats
+import autograd
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .plotting import COLORS, new_figure
 from .utils import (as_rng, blas_threads, check_count, check_finite, check_positive, check_probability,
                               track)
-from .core import beta_binomial_update, value_and_grad
+from .core import beta_binomial_update, mvn_sample, value_and_grad
 from .datasets import load_digits01
 from .targets import logistic_regression
 from .vi import laplace, logistic_predictive
@@ -31,12 +32,12 @@ __all__ = ['REJECT', 'expected_loss', 'Decision', 'bayes_action', 'weighted_quan
            'histogram_binning', 'IsotonicCalibration', 'isotonic_calibration', 'fig_calibrators',
            'BinnedCalibrationError', 'binned_calibration_error', 'ScalingBinning', 'scaling_binning',
            'fig_scaling_binning', 'SelectiveAccuracy', 'accuracy_vs_confidence', 'fig_accuracy_vs_confidence',
-           'conformal_quantile', 'ConformalInterval', 'split_conformal_regression', 'conformal_bayes_regression',
-           'ConformalSets', 'split_conformal_classification', 'pinball_loss', 'quantile_regression',
-           'conformal_quantile_regression', 'heteroscedastic_data', 'ConformalDemo', 'conformal_regression_demo',
-           'fig_conformal_regression', 'conformal_coverage_study', 'fig_conformal_coverage', 'prob_beta_greater',
-           'ABTest', 'ab_test_expected_loss', 'SequentialABTest', 'sequential_ab_test', 'ABStudy', 'ab_test_study',
-           'fig_ab_test']
+           'OODDigits', 'ood_digits', 'accuracy_coverage', 'ood_auroc', 'fig_ood', 'conformal_quantile',
+           'ConformalInterval', 'split_conformal_regression', 'conformal_bayes_regression', 'ConformalSets',
+           'split_conformal_classification', 'pinball_loss', 'quantile_regression', 'conformal_quantile_regression',
+           'heteroscedastic_data', 'ConformalDemo', 'conformal_regression_demo', 'fig_conformal_regression',
+           'conformal_coverage_study', 'fig_conformal_coverage', 'prob_beta_greater', 'ABTest', 'ab_test_expected_loss',
+           'SequentialABTest', 'sequential_ab_test', 'ABStudy', 'ab_test_study', 'fig_ab_test']
 
 # %% ../nbs/06_decision.ipynb #0c6778a4
 def _as_samples(name, x):
@@ -1133,6 +1134,86 @@ def fig_accuracy_vs_confidence(rng=0):  # seed of the digits split
     ax0.set_xlabel("confidence threshold"); ax0.set_ylabel("accuracy on kept examples")
     ax1.set_xlabel("confidence threshold"); ax1.set_ylabel("fraction kept")
     ax0.legend(frameon=False); ax1.legend(frameon=False)
+    return fig
+
+# %% ../nbs/06_decision.ipynb #26adc825
+class OODDigits(NamedTuple):
+    "Class probabilities of a softmax regression on digits 0-4 (MAP plug-in and Laplace predictive) for in- and out-of-distribution inputs."
+    labels_in: np.ndarray     # (n_in,) classes of the held-out in-distribution images (0-4)
+    map_in: np.ndarray        # (n_in, 5) plug-in softmax at the MAP weights
+    map_out: np.ndarray       # (n_out, 5) the same for the images of digits 5-9 (no right answer among 0-4)
+    laplace_in: np.ndarray    # (n_in, 5) Monte Carlo average of the softmax over the Laplace posterior N(w_map, H^-1)
+    laplace_out: np.ndarray   # (n_out, 5)
+
+def ood_digits(n_train:int=400,       # training images of digits 0-4 (the other images of 0-4 are the test set)
+               prior_prec:float=1.0,  # precision of the N(0, I / prior_prec) prior on every weight and bias
+               n_mc:int=200,          # weight draws for the Laplace predictive
+               rng=0):                # random generator or seed (split and Monte Carlo draws)
+    "Digits 0-4 as the task and 5-9 as out-of-distribution inputs: MAP and Laplace predictives of softmax regression."
+    rng = as_rng(rng)
+    X, y = load_digits01()
+    inn, out = np.flatnonzero(y < 5), np.flatnonzero(y >= 5)
+    if not 10 <= check_count("n_train", n_train) <= len(inn) - 10:
+        raise ValueError(f"n_train must be between 10 and {len(inn) - 10}, got {n_train}")
+    prior_prec = float(check_positive("prior_prec", prior_prec))
+    perm = rng.permutation(inn)
+    tr, te = perm[:n_train], perm[n_train:]
+    Xb = np.column_stack([X, np.ones(len(y))])
+    D, C = Xb.shape[1], 5
+    Y = np.eye(C)[y[tr]]
+    def neg_log_post(w):   # softmax likelihood and the Gaussian prior, up to a constant
+        Z = anp.dot(Xb[tr], anp.reshape(w, (D, C)))
+        return anp.sum(_ag_logsumexp(Z, axis=1)) - anp.sum(Y * Z) + 0.5 * prior_prec * anp.sum(w ** 2)
+    with blas_threads(1):
+        res = optimize.minimize(value_and_grad(neg_log_post), np.zeros(D * C), jac=True, method="L-BFGS-B",
+                                options={"maxiter": 5000, "gtol": 1e-9})
+        H = autograd.hessian(neg_log_post)(res.x)          # exact Hessian of the negative log posterior at the MAP
+        W = mvn_sample(res.x, np.linalg.inv(0.5 * (H + H.T)), check_count("n_mc", n_mc), rng=rng).reshape(-1, D, C)
+    def plug_in(Xs): return special.softmax(Xs @ res.x.reshape(D, C), axis=1)
+    def averaged(Xs): return special.softmax(np.einsum("nd,sdc->snc", Xs, W), axis=2).mean(0)
+    return OODDigits(y[te], plug_in(Xb[te]), plug_in(Xb[out]), averaged(Xb[te]), averaged(Xb[out]))
+
+def accuracy_coverage(confidence,  # (n,) confidence of each prediction
+                      correct):    # (n,) whether it is right (an out-of-distribution input is never right)
+    "Selective prediction: accuracy of the k most confident predictions against coverage k / n, for k = 1..n."
+    c = check_finite("confidence", np.asarray(confidence, dtype=float))
+    ok = np.asarray(correct, dtype=bool)
+    if c.ndim != 1 or ok.shape != c.shape:
+        raise ValueError(f"confidence and correct must be 1-d of one length, got {c.shape} and {ok.shape}")
+    order = np.argsort(-c, kind="stable")
+    k = np.arange(1, len(c) + 1)
+    return k / len(c), np.cumsum(ok[order]) / k
+
+def ood_auroc(confidence_in,   # (n_in,) confidence on in-distribution inputs
+              confidence_out): # (n_out,) confidence on out-of-distribution inputs
+    "Area under the ROC curve of 'in-distribution' scored by confidence: P(conf_in > conf_out) + P(tie) / 2."
+    a = check_finite("confidence_in", np.asarray(confidence_in, dtype=float)).ravel()
+    b = check_finite("confidence_out", np.asarray(confidence_out, dtype=float)).ravel()
+    if a.size == 0 or b.size == 0:
+        raise ValueError("confidence_in and confidence_out must be non-empty")
+    r = stats.rankdata(np.r_[a, b])                  # Mann-Whitney: the rank sum of the in-distribution scores
+    return float((r[:a.size].sum() - a.size * (a.size + 1) / 2) / (a.size * b.size))
+
+def fig_ood(rng=0):  # random generator or seed of the split and the Monte Carlo draws
+    "Digits 0-4 with digits 5-9 mixed in: accuracy against coverage, and confidence on the unseen digits, MAP vs Laplace."
+    d = ood_digits(rng=rng)
+    fig, axes = new_figure(1, 2, width=12, height=4.0)
+    for k, (name, p_in, p_out) in enumerate((("MAP (plug-in)", d.map_in, d.map_out), ("Laplace", d.laplace_in, d.laplace_out))):
+        hit = p_in.argmax(1) == d.labels_in
+        cov_in, acc_in = accuracy_coverage(p_in.max(1), hit)
+        cov_mix, acc_mix = accuracy_coverage(np.r_[p_in.max(1), p_out.max(1)], np.r_[hit, np.zeros(len(p_out), bool)])
+        axes[0].plot(cov_in, acc_in, color=COLORS[k], ls=":", label=f"{name}, digits 0-4 only")
+        axes[0].plot(cov_mix, acc_mix, color=COLORS[k], label=f"{name}, with digits 5-9 mixed in")
+        axes[1].hist(p_out.max(1), bins=np.linspace(0.2, 1, 33), color=COLORS[k], alpha=0.5,
+                     label=f"{name}: AUROC {ood_auroc(p_in.max(1), p_out.max(1)):.3f}")
+    n_in, n_out = len(d.labels_in), len(d.map_out)
+    axes[0].axvline(n_in / (n_in + n_out), color="0.6", lw=1, ls="--")
+    axes[0].set(xlabel="coverage (fraction of inputs answered)", ylabel="accuracy of the answered inputs",
+                ylim=(0.45, 1.01), title="accuracy against coverage")
+    axes[0].legend(frameon=False, fontsize=7, loc="lower left")
+    axes[1].set(xlabel="top-class probability on digits 5-9", ylabel="images",
+                title="confidence on inputs from unseen classes")
+    axes[1].legend(frameon=False, fontsize=8)
     return fig
 
 # %% ../nbs/06_decision.ipynb #687e2b66

@@ -659,3 +659,22 @@ def test_scaling_binning_is_binned_means_of_platt(seed):
         scaling_binning(s, y[:-1])
     with pytest.raises(ValueError, match="probs"):
         binned_calibration_error(np.ones((3, 2)) / 2, [0, 1, 1])
+
+
+def test_ood_metrics_against_independent_computations(seed):
+    "ood_auroc is the Mann-Whitney statistic (scipy) and accuracy_coverage the brute-force top-k accuracy."
+    from bayesnotes.decision import accuracy_coverage, ood_auroc, ood_digits
+    rng = np.random.default_rng(seed(23))
+    a, b = rng.normal(1.0, 1.0, 300), np.round(rng.normal(0.0, 1.0, 200), 1)      # ties inside b
+    assert np.isclose(ood_auroc(a, b), stats.mannwhitneyu(a, b).statistic / (300 * 200))
+    c, ok = rng.random(50), rng.random(50) < 0.7
+    cov, acc = accuracy_coverage(c, ok)
+    for k in (1, 7, 50):
+        assert np.isclose(acc[k - 1], ok[np.argsort(-c)[:k]].mean()) and np.isclose(cov[k - 1], k / 50)
+    d = ood_digits(n_train=300, n_mc=50, rng=seed(24))
+    assert d.map_in.shape == d.laplace_in.shape == (len(d.labels_in), 5) and np.all(d.labels_in < 5)
+    assert np.allclose(d.map_out.sum(1), 1) and np.allclose(d.laplace_out.sum(1), 1)
+    with pytest.raises(ValueError, match="prior_prec"):
+        ood_digits(prior_prec=0.0)
+    with pytest.raises(ValueError, match="confidence_in"):
+        ood_auroc([], [0.5])
