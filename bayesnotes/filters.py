@@ -257,18 +257,21 @@ def fig_pendulum(T:int=100,   # number of time steps
 
 # %% ../nbs/05b_gaussian_filters.ipynb #edd059ee
 class GaussianProposalFK(FeynmanKac):
-    """Guided Feynman-Kac model of a `GaussianSSM` whose proposal is the EKF or UKF approximation of the locally
-    optimal p(x_t | x_{t-1}, y_t), one per particle; G_t = p(y_t | x_t) p(x_t | x_{t-1}) / q_t(x_t | x_{t-1})."""
+    """Guided Feynman-Kac model of a `GaussianSSM` whose proposal is the EKF, UKF or Laplace approximation of the
+    locally optimal p(x_t | x_{t-1}, y_t), one per particle; G_t = p(y_t | x_t) p(x_t | x_{t-1}) / q_t(x_t | x_{t-1})."""
     def __init__(self,
                  ssm,                # a `GaussianSSM` with positive definite Q and P0
                  y,                  # observations y_0, ..., y_{T-1}
-                 method:str="ukf",   # "ekf" (linearise h at f(x_{t-1})) or "ukf" (sigma points of N(f(x_{t-1}), Q))
+                 method:str="ukf",   # "ekf" (linearise h at f(x_{t-1})), "ukf" (sigma points of N(f(x_{t-1}), Q))
+                                     # or "laplace" (Newton's method to the mode of the locally optimal density)
                  alpha:float=1.0,    # spread of the sigma points (method="ukf")
                  beta:float=2.0,     # weight correction of the central point (method="ukf")
-                 kappa:float=0.0):   # secondary scaling (method="ukf")
+                 kappa:float=0.0,    # secondary scaling (method="ukf")
+                 n_newton:int=20):   # at most this many Newton steps from the prior mean (method="laplace")
         Q, R, P0 = _noise_covs(ssm)
-        if method not in ("ekf", "ukf"):
-            raise ValueError(f"method must be 'ekf' or 'ukf', got {method!r}")
+        if method not in ("ekf", "ukf", "laplace"):
+            raise ValueError(f"method must be 'ekf', 'ukf' or 'laplace', got {method!r}")
+        self.n_newton = check_count("n_newton", n_newton)
         self.ssm, self.y, self.method, self.R = ssm, ssm.check_y(y), method, R
         self.T = len(self.y)
         # the proposal density must exist: x_t | x_{t-1} needs a positive definite covariance (a Gaussian factor);
@@ -301,6 +304,31 @@ class GaussianProposalFK(FeynmanKac):
         eY, eX = Y - yhat[:, None], X - mu[:, None]
         return yhat, np.einsum("k,nki,nkj->nij", wc, eY, eY) + self.R, np.einsum("k,nki,nkj->nij", wm, eX, eY)
 
+    def _laplace(self, t, mu, L):
+        """Mode m and negative Hessian A of log N(x | mu_n, L L^T) + log N(y_t | h(x), R) for every particle, by Newton's
+        method from the prior mean, with the Gauss-Newton matrix P^-1 + J^T R^-1 J (always positive definite) for a
+        particle whose exact negative Hessian is not positive definite. The proposal is N(m, A^-1)."""
+        Pinv, Rinv, yt = np.linalg.inv(L @ L.T), np.linalg.inv(self.R), self.y[t]
+        def log_target(X):      # the sum over particles: its gradient holds every particle's own gradient
+            r, d = yt - self.ssm.h(X), X - mu
+            return -0.5 * anp.sum(anp.dot(r, Rinv) * r) - 0.5 * anp.sum(anp.dot(d, Pinv) * d)
+        grad = elementwise_grad(log_target)
+        def curvature(x):
+            rows = [elementwise_grad(lambda X, i=i: grad(X)[:, i]) for i in range(x.shape[1])]
+            A = -np.stack([_autodiff(lambda: r(x), self.ssm.h, x, "h") for r in rows], axis=1)     # (N, dx, dx)
+            J = _autodiff(lambda: np.stack([elementwise_grad(lambda X, i=i: self.ssm.h(X)[:, i])(x)
+                                            for i in range(self.ssm.dim_y)], axis=1), self.ssm.h, x, "h")
+            gn = Pinv + (0.0 if J is None else np.swapaxes(J, 1, 2) @ Rinv @ J)
+            pd = np.all(np.linalg.eigvalsh(0.5 * (A + np.swapaxes(A, 1, 2))) > 0, axis=1)
+            return np.where(pd[:, None, None], A, gn)
+        x = np.array(mu, dtype=float)
+        for _ in range(self.n_newton):
+            step = np.linalg.solve(curvature(x), grad(x)[..., None])[..., 0]
+            x = x + step
+            if np.max(np.abs(step)) < 1e-9 * (1 + np.max(np.abs(x))):   # every particle has converged
+                break
+        return x, curvature(x)
+
     def proposal(self,
                  t:int,   # time index
                  xp,      # particles at time t-1, shape (N, dim_x); None at t = 0
@@ -309,8 +337,12 @@ class GaussianProposalFK(FeynmanKac):
         "Means (N, dim_x) and Cholesky factors (N, dim_x, dim_x) of the Gaussian proposals q_t(x_t | x_{t-1}, y_t)."
         L = self._prior[min(t, 1)][0]
         mu = np.array(self._prior_mean(t, xp, N), dtype=float)
-        yhat, S, C = self._joint(mu, L)
-        m, P, _ = _condition(mu, np.broadcast_to(L @ L.T, (N,) + L.shape), yhat, S, C, self.y[t])
+        if self.method == "laplace":
+            m, A = self._laplace(t, mu, L)
+            P = np.linalg.inv(A)
+        else:
+            yhat, S, C = self._joint(mu, L)
+            m, P, _ = _condition(mu, np.broadcast_to(L @ L.T, (N,) + L.shape), yhat, S, C, self.y[t])
         try:
             return m, np.linalg.cholesky(P)
         except np.linalg.LinAlgError:
