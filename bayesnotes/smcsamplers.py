@@ -395,7 +395,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
          nx_double_below:Optional[float]=None, # double N_x (exchange step) after a move whose acceptance is below this; None: never
          **shared,              # the move and resampling settings, as in `tempered_smc`
         ) -> SMC2Result:
-    "SMC^2: IBIS over theta with a bootstrap filter inside every theta-particle, PMMH rejuvenation and optional doubling of N_x."
+    "SMC²: IBIS over theta with a bootstrap filter inside every theta-particle, PMMH rejuvenation and optional doubling of N_x."
     N, Nx = check_count("N", N, 2), check_count("N_x", N_x, 1)
     for name, fn in (("ssm_of", ssm_of), ("log_prior", log_prior), ("prior_sample", prior_sample)):
         if not callable(fn): raise ValueError(f"{name} must be callable, got {fn!r}")
@@ -478,7 +478,7 @@ def fig_smc2(runs=None,       # SMC2Result runs of the example (None: run `smc2`
              N_x:int=100,     # particles per inner filter
              n_rep:int=4,     # runs of SMC^2 for the log evidence panel
              rng=0):          # random seed
-    "SMC^2 on the AR(1) example: posterior of rho against PMMH and the exact posterior, ESS with moves, and log evidence estimates."
+    "SMC² on the AR(1) example: posterior of rho against PMMH and the exact posterior, ESS with moves, and log evidence estimates."
     y, ssm_of, log_prior, prior_sample = ar1_smc2_example()
     grid, post, log_Z = ar1_exact(y)
     runs = runs if runs is not None else [smc2(ssm_of, log_prior, prior_sample, y, N, N_x, rng=spawn_rng(rng, s), n_mcmc=5)
