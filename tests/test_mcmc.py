@@ -375,13 +375,14 @@ def test_energy_statistics_and_e_bfmi(seed):
 
 
 def test_e_bfmi_flags_the_centred_funnel(seed):
-    # 10-d funnel, NUTS: over 20 seeds the chain-averaged E-BFMI was 0.08-0.20 centred and 0.97-1.22 non-centred
-    # (sd about 0.04 and 0.05 per run): 0.4 and 0.6 are more than 5 sd away
+    # 10-d funnel, NUTS, Stan's per-chain rule (flag when any chain is below 0.3): over 24 seeds the smallest chain's
+    # E-BFMI was 0.04-0.15 centred and 0.81-1.07 non-centred (sd about 0.025 and 0.06): 0.3 is more than 6 sd from
+    # both. The chain average used before is not robust: at seed offset 3 one centred chain had 1.84 (mean 0.54).
     from bayesnotes.targets import funnel
     from bayesnotes.mcmc import funnel_noncentred
     c = sample("nuts", funnel(10), None, 200, 300, 4, rng=seed(4))
     nc = sample("nuts", funnel_noncentred(10), None, 200, 300, 4, rng=seed(5))
-    assert c.e_bfmi.mean() < 0.4 and nc.e_bfmi.mean() > 0.6
+    assert c.e_bfmi.min() < 0.3 and nc.e_bfmi.min() > 0.3
 
 
 # ----------------------------------------------------------------------------------------- teaching NUTS
