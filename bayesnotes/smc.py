@@ -753,12 +753,18 @@ def fig_tracker(T:int=100,   # number of time steps
     return fig
 
 # %% ../nbs/05_smc.ipynb #d77135b1
+def _rw_factor(x, W=None, scale=None):
+    """Random-walk proposal scale h and Cholesky factor L of the (W-weighted) covariance of the particles x (N, d):
+    proposals x + h L z; h = 2.38 / sqrt(d) unless `scale` is given."""
+    d = x.shape[1]
+    cov = np.atleast_2d(np.cov(x, rowvar=False, aweights=W))
+    L = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
+    return (2.38 / np.sqrt(d) if scale is None else float(scale)), L
+
 def _rw_moves(rng, x, logpi, n_steps, scale=None, name="log target"):
     "`n_steps` random-walk Metropolis moves of every row of x, proposal covariance scale^2 * Cov(x); returns (x, acceptance)."
     N, d = x.shape
-    scale = 2.38 / np.sqrt(d) if scale is None else scale
-    cov = np.atleast_2d(np.cov(x, rowvar=False))
-    L = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
+    scale, L = _rw_factor(x, None, scale)
     lp = _check_logpdf(logpi(x), N, name)
     acc = []
     for _ in range(n_steps):

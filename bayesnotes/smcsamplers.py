@@ -16,7 +16,7 @@ from .core import log_normalize
 from .plotting import new_figure, COLORS
 from .smc import (GaussianSSM, TemperedResult, ar1_pmmh_example, gaussian_ibis_example, pmmh,
                             tempered_smc, _check_logpdf, _check_sampler_args, _inverse_cdf, _next_delta,
-                            _prior_particles, _scheme)
+                            _prior_particles, _rw_factor, _scheme)
 
 # %% auto #0
 __all__ = ['waste_free_smc', 'gaussian_tempering_example', 'GridReference', 'grid_reference', 'SamplerRuns',
@@ -25,12 +25,10 @@ __all__ = ['waste_free_smc', 'gaussian_tempering_example', 'GridReference', 'gri
            'fig_smc2']
 
 # %% ../nbs/05d_smc_samplers.ipynb #ba0c47f6
-def _rw_factor(x, W, scale):
-    "Proposal factor h L, L L^T the W-weighted covariance of the particles x (N, d); h = 2.38 / sqrt(d) unless `scale` is given."
-    d = x.shape[1]
-    h = 2.38 / np.sqrt(d) if scale is None else float(scale)
-    cov = np.atleast_2d(np.cov(x, rowvar=False, aweights=W))
-    return h * linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
+def _rw_factor_scaled(x, W, scale):
+    "Proposal factor h L of the SMC chapter's random-walk move (`smc._rw_factor`), for proposals x + (h L) z."
+    h, L = _rw_factor(x, W, scale)
+    return h * L
 
 def _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, L, n_steps):
     """Lockstep random-walk Metropolis chains, one from each row of x, on prior * lik^lam with the log prior `lp` and log
@@ -71,7 +69,7 @@ def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,
     lambdas, ess_steps, acceptance, log_Z = [0.0], [], [], 0.0
     for t in track(itertools.count(), shared["progress"], desc="waste-free smc"):
         if t > 0:   # move: M ancestors, a chain of P states from each, all N = M P states kept
-            L = _rw_factor(x, W, shared["scale"])
+            L = _rw_factor_scaled(x, W, shared["scale"])
             A = scheme(W, M, rng)
             xs, lps, lls, acc = _rw_chains(rng, x[A], lp[A], ll[A], lambdas[-1], log_prior, log_lik, L, P - 1)
             x, lp, ll = xs.reshape(N, -1), lps.ravel(), lls.ravel()   # row p M + m: state p of chain m
@@ -230,7 +228,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
         if t > 0:   # resample the survivors, then Metropolis moves on (theta, s) that keep pi_{eps_{t-1}} invariant
             A = scheme(W, N, rng)
             theta, lp, dist = theta[A], lp[A], dist[A]
-            L = _rw_factor(theta, np.full(N, 1.0 / N), shared["scale"])
+            L = _rw_factor_scaled(theta, np.full(N, 1.0 / N), shared["scale"])
             n_acc = 0
             for _ in range(shared["n_mcmc"]):
                 prop = theta + rng.standard_normal(theta.shape) @ L.T
@@ -420,7 +418,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
             A = scheme(np.exp(logW), N, rng)
             theta, lp = theta[A], lp[A]
             filt = _Filters(filt.x.reshape(N, Nx, -1)[A].reshape(N * Nx, -1), filt.logw[A], filt.log_Z[A])
-            L = _rw_factor(theta, np.full(N, 1.0 / N), shared["scale"])
+            L = _rw_factor_scaled(theta, np.full(N, 1.0 / N), shared["scale"])
             n_acc = 0
             for _ in range(shared["n_mcmc"]):
                 prop = theta + rng.standard_normal(theta.shape) @ L.T
