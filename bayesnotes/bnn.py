@@ -19,7 +19,7 @@ from .utils import (as_rng, cache_seeded, check_count, check_finite, check_posit
                               check_shape, int_seed)
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
-from .utils import track
+from .utils import spawn_rng, track
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_RUN', 'BNN_REFERENCE_RUN', 'BNN_REFERENCE_THIN',
@@ -27,12 +27,13 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'mlp_n_params', 'mlp_prior_std', 'mlp_init', 'mlp_apply', 'sample_prior_functions', 'fig_prior_functions',
            'toy_function', 'toy_regression_data', 'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood',
            'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss',
-           'kl_weights', 'BBBFit', 'bayes_by_backprop', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble',
-           'jacobian_rows', 'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'ToyComparison', 'toy_comparison',
-           'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target',
-           'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference',
-           'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult',
-           'regression_benchmark', 'explore_uncertainty']
+           'kl_weights', 'BBBFit', 'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit',
+           'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn',
+           'laplace_last_layer', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table',
+           'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression', 'nuts_distances',
+           'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference', 'reference_diagnostics',
+           'save_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
+           'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -458,6 +459,24 @@ def kl_weights(M:int,              # number of minibatches per epoch
         return np.exp((M - j) * np.log(2.) - np.log(np.expm1(M * np.log(2.))))
     raise ValueError(f"scheme must be 'uniform' or 'blundell', got {scheme!r}")
 
+def _lrt_apply(mu, sig, X, sizes, activation, eps):
+    """Network outputs (..., N, n_L) under q = N(mu, diag sig^2), drawing every unit's pre-activation for every input
+    (local reparameterisation); mu, sig (..., P), X (..., N, n_0), eps: one standard normal array (..., N, n_l) a layer."""
+    act, h, n_layers = _activation(activation), X, len(sizes) - 1
+    for l, ((Wm, bm), (Wv, bv), e) in enumerate(zip(_unpack(mu, sizes), _unpack(sig ** 2, sizes), eps)):
+        mean, var = anp.matmul(h, Wm) + bm[..., None, :], anp.matmul(h ** 2, Wv) + bv[..., None, :]
+        a = mean + anp.sqrt(var) * e
+        if l == n_layers - 1: return a
+        h = act(a)
+
+def _bbb_outputs(mu, sig, X, sizes, activation, rng, n_mc, local_reparam):
+    """n_mc network outputs (n_mc, N) under q = N(mu, diag sig^2), mu and sig (P,) or (n_mc, P), X (N, d) or (n_mc, N, d):
+    one weight draw per output (shared by the N inputs), or with `local_reparam` fresh pre-activation noise per input."""
+    if local_reparam:
+        eps = [rng.standard_normal((n_mc, X.shape[-2], n)) for n in sizes[1:]]
+        return _lrt_apply(mu, sig, X, sizes, activation, eps)[..., 0]
+    return mlp_apply(mu + sig * rng.standard_normal((n_mc, sig.shape[-1])), X, sizes, activation)[..., 0]
+
 class BBBFit(RegressionFit):
     "Mean-field Gaussian posterior q(theta) = N(mu, diag sigma^2) fitted by Bayes by Backprop."
     def __init__(self,
@@ -478,6 +497,7 @@ def bayes_by_backprop(X,                    # inputs, shape (N, d)
                       init_std:float=0.1,   # initial sigma_i as a fraction of the prior sd
                       kl_scheme='uniform',  # split of the KL over minibatches ("uniform" or "blundell")
                       init=None,            # starting means (P,); default: a prior draw
+                      local_reparam:bool=False, # draw pre-activations per input (local reparameterisation trick)
                       progress:bool=False,  # show a progress bar
                       **shared,             # network, prior, noise and Adam settings, as in `fit_map`
                      ) -> BBBFit:
@@ -497,13 +517,68 @@ def bayes_by_backprop(X,                    # inputs, shape (N, d)
     def objective(th, t):
         (idx, j, M), ls = batches[t], _log_noise(th, s.noise_std)
         sig = _softplus(th["rho"])
-        eps = rng.standard_normal((int(n_mc), sig.shape[0]))   # constants for autograd
-        f = mlp_apply(th["mu"] + sig * eps, X[idx], sizes, s.activation)[..., 0]       # (T, |B|)
+        f = _bbb_outputs(th["mu"], sig, X[idx], sizes, s.activation, rng, int(n_mc), local_reparam)   # (T, |B|)
         ll = anp.mean(anp.sum(_gauss_loglik(y[idx], f, ls), axis=-1)) * (N / len(idx))
         return (ll - M * pis[j] * kl_diag_gauss(th["mu"], sig, 0., prior_std)) / N
     th, trace = _ascend(objective, theta, s.n_iter, s.lr, progress, "BBB")
     return BBBFit(th["mu"], np.asarray(_softplus(th["rho"])), sizes=sizes, activation=s.activation,
                   prior_std=prior_std, noise_std=_fitted_noise(th, s), trace=trace, method="BBB")
+
+# %% ../nbs/07_bnn.ipynb #de74df00
+def bbb_gradient_draws(mu,                  # variational means (P,)
+                       sigma,               # variational sds (P,)
+                       X,                   # training inputs (N, d)
+                       y,                   # training targets (N,)
+                       sizes,               # layer widths (d, ..., 1)
+                       batch_size:int,      # minibatch size |B|
+                       n_rep:int=1000,      # independent gradient estimates
+                       local_reparam:bool=False, # draw pre-activations (local reparameterisation) instead of weights
+                       activation='relu',   # nonlinearity
+                       noise_std:float=0.3, # observation noise sd
+                       rng=None,            # random generator or seed (SPEC 7): minibatches and noise
+                      ) -> np.ndarray:
+    """n_rep independent one-sample estimates of the gradient of the expected log-likelihood
+    E_q[sum_n log p(y_n | x_n, theta)] with respect to (mu, rho), sigma = softplus(rho), each from its own minibatch
+    (|B| points without replacement, scaled by N/|B|) and one draw of the noise; shape (n_rep, 2P)."""
+    X, y = _check_Xy(X, y)
+    sizes = _check_sizes(sizes)
+    mu = check_finite("mu", check_shape("mu", mu, (mlp_n_params(sizes),)))
+    sigma = check_positive("sigma", check_shape("sigma", sigma, mu.shape))
+    B, R = int(check_count("batch_size", batch_size)), int(check_count("n_rep", n_rep))
+    if B > len(y): raise ValueError(f"batch_size must be at most N = {len(y)}, got {B}")
+    check_positive("noise_std", noise_std); _activation(activation)
+    rng, N, P = as_rng(rng), len(y), mu.size
+    idx = np.argsort(rng.random((R, N)), axis=1)[:, :B]          # R minibatches, each without replacement
+    def total(th):     # the sum over replicates of each one's estimate: row r of its gradient is estimate r
+        f = _bbb_outputs(th[:, :P], _softplus(th[:, P:]), X[idx], sizes, activation, rng, R, local_reparam)
+        return anp.sum(_gauss_loglik(y[idx], f, np.log(noise_std))) * (N / B)
+    th0 = np.concatenate([np.broadcast_to(mu, (R, P)), np.broadcast_to(_softplus_inv(sigma), (R, P))], axis=1)
+    return _ad_grad(total)(th0)
+
+# %% ../nbs/07_bnn.ipynb #3f625103
+def fig_local_reparam(batch_sizes=(1, 4, 16, 64, 100), # minibatch sizes |B| compared
+                      n_train:int=100,   # toy training points
+                      n_rep:int=400,     # gradient estimates per point
+                      rng=0,             # random generator or seed (SPEC 7)
+                     ):
+    """Mean variance (over the 2P coordinates) of the one-sample gradient estimate of the expected log-likelihood,
+    shared weight draws against local reparameterisation, on the toy network at a prior-draw mean and sigma a tenth
+    of the prior sd (where BBB starts)."""
+    X, y = toy_regression_data(check_count("n_train", n_train), rng=spawn_rng(rng, 1))
+    s = _setup(X, y, **TOY_MODEL)
+    mu, sig = mlp_init(s.sizes, spawn_rng(rng, 2), s.weight_scale, s.bias_scale), 0.1 * s.prior_std
+    var = {lrt: [np.mean(bbb_gradient_draws(mu, sig, X, y, s.sizes, B, n_rep, lrt, s.activation, s.noise_std,
+                                            spawn_rng(rng, 3 + k)).var(0, ddof=1)) for k, B in enumerate(batch_sizes)]
+           for lrt in (False, True)}
+    B = np.asarray(batch_sizes, float)
+    fig, ax = new_figure(width=6, height=3.8)
+    ax.loglog(B, var[False], "o-", color=COLORS[0], label="one weight draw per estimate")
+    ax.loglog(B, var[True], "s-", color=COLORS[1], label="local reparameterisation")
+    ax.loglog(B, var[True][0] / B, "k:", lw=1, label=r"$\propto 1/|B|$")
+    ax.set(xlabel="minibatch size $|B|$", ylabel="mean variance of gradient coordinates",
+           title=f"BBB gradient noise, toy network ({n_train} points)")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
 
 # %% ../nbs/07_bnn.ipynb #20e9e7c7
 class DropoutFit(RegressionFit):
