@@ -29,11 +29,11 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss',
            'kl_weights', 'BBBFit', 'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit',
            'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn',
-           'laplace_last_layer', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table',
-           'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression', 'nuts_distances',
-           'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference', 'reference_diagnostics',
-           'save_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
-           'explore_uncertainty']
+           'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'fig_laplace_kfac', 'ToyComparison',
+           'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
+           'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
+           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data',
+           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -726,6 +726,14 @@ class LaplaceFit(RegressionFit):
         f = f0 + (J @ delta).T
         return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_draws), self.noise_std))
 
+def _laplace_map(X, y, fit, rng, map_kwargs):
+    "Validated training data and the MAP fit to expand around (the given one, or one fitted with map_kwargs)."
+    X, y = _check_Xy(X, y)
+    if fit is None: fit = fit_map(X, y, rng=rng, **map_kwargs)
+    if not isinstance(fit, MAPFit): raise ValueError(f"fit must be a MAPFit, got {type(fit).__name__}")
+    if X.shape[1] != fit.sizes[0]: raise ValueError(f"X must have {fit.sizes[0]} columns, got {X.shape[1]}")
+    return X, y, fit
+
 def laplace_ggn(X,                # training inputs (N, d)
                 y,                # training targets (N,)
                 fit:MAPFit=None,  # a MAP fit to expand around; None fits one with **map_kwargs
@@ -734,11 +742,8 @@ def laplace_ggn(X,                # training inputs (N, d)
                 **map_kwargs,     # passed to `fit_map` when fit is None
                ):
     "Laplace approximation with the generalised Gauss-Newton precision around a MAP fit."
-    X, y = _check_Xy(X, y)
     if subset not in ("all", "last_layer"): raise ValueError(f"subset must be 'all' or 'last_layer', got {subset!r}")
-    if fit is None: fit = fit_map(X, y, rng=rng, **map_kwargs)
-    if not isinstance(fit, MAPFit): raise ValueError(f"fit must be a MAPFit, got {type(fit).__name__}")
-    if X.shape[1] != fit.sizes[0]: raise ValueError(f"X must have {fit.sizes[0]} columns, got {X.shape[1]}")
+    X, y, fit = _laplace_map(X, y, fit, rng, map_kwargs)
     P = fit.params.size
     K = P if subset == "all" else (fit.sizes[-2] + 1) * fit.sizes[-1]
     block = np.arange(P - K, P)
@@ -759,6 +764,108 @@ def laplace_last_layer(X,                # as in `laplace_ggn`
                       ):
     "Last-layer Laplace approximation: exact Gaussian posterior of the output layer given the MAP features."
     return laplace_ggn(X, y, fit=fit, rng=rng, subset="last_layer", **map_kwargs)
+
+# %% ../nbs/07_bnn.ipynb #1344d323
+def _layer_inputs(params, X, sizes, activation):
+    "Input of every layer with a trailing 1 (homogeneous coordinates, so the bias is the last row): list of (N, n_in + 1)."
+    act, h, out = _activation(activation), X, []
+    for W, b in _unpack(params, sizes):
+        out.append(np.column_stack([h, np.ones(len(h))]))
+        h = act(h @ W + b)
+    return out
+
+def _output_sensitivities(params, X, sizes, activation):
+    "d f(x_n) / d a_l(x_n) for the pre-activations a_l of every layer: list of (N, n_l), one reverse pass."
+    act, layers = _activation(activation), _unpack(params, sizes)
+    def total(shifts):   # f summed over inputs, with additive shifts of the pre-activations (zero at the call)
+        h = X
+        for l, (W, b) in enumerate(layers):
+            a = anp.matmul(h, W) + b + shifts[l]
+            if l == len(layers) - 1: return anp.sum(a[:, 0])
+            h = act(a)
+    return _ad_grad(total)([np.zeros((len(X), n)) for n in sizes[1:]])
+
+class KFACLaplaceFit(RegressionFit):
+    """Laplace approximation whose precision is block diagonal over layers, each block a Kronecker-factored GGN plus
+    the exact Gaussian prior, with the linearised predictive."""
+    def __init__(self,
+                 params,   # MAP weights (P,)
+                 factors,  # per layer (M, U_G, lam): M = diag(prior sd) U_A, U_G eigenvectors of G, lam = a g^T / sigma^2 + 1
+                 **kw,     # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.params, self.factors = params, factors
+
+    def precision(self,
+                  layer:int, # layer index l (0 = first)
+                 ) -> np.ndarray:
+        "Dense precision block of layer l, shape ((n_in + 1) n_out, (n_in + 1) n_out), in the flat order of the weights."
+        if not 0 <= int(layer) < len(self.factors):
+            raise ValueError(f"layer must be in 0..{len(self.factors) - 1}, got {layer}")
+        M, UG, lam = self.factors[int(layer)]
+        R = np.kron(np.linalg.inv(M).T, UG) # M = S U_A (S diagonal), so M^{-T} = S^{-1} U_A             # Lambda = (M^{-T} kron U_G) diag(lam) (M^{-T} kron U_G)^T
+        return (R * lam.ravel()) @ R.T
+
+    def predict(self,
+                X,                # inputs, shape (N, d)
+                n_draws:int=100,  # function draws returned
+                rng=None,         # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+               ) -> Predictive:
+        "Linearised predictive mean and sd at X (exact for the Kronecker-factored Gaussian), plus n_draws function draws."
+        X = _check_X(X, self.sizes[0])
+        n_draws, rng = int(check_count("n_draws", n_draws)), as_rng(rng)
+        f0 = self.f(self.params, X)
+        var, df = np.zeros(len(X)), np.zeros((n_draws, len(X)))
+        ins = _layer_inputs(self.params, X, self.sizes, self.activation)
+        dels = _output_sensitivities(self.params, X, self.sizes, self.activation)
+        for a, d, (M, UG, lam) in zip(ins, dels, self.factors):
+            p, q = a @ M, d @ UG       # the Jacobian a kron d of the layer in the eigenbasis: p kron q
+            var += np.einsum("ni,nj,ij->n", p ** 2, q ** 2, 1 / lam)
+            df += np.einsum("ni,nj,sij->sn", p, q, rng.standard_normal((n_draws,) + lam.shape) / np.sqrt(lam))
+        return Predictive(f0, np.sqrt(var + self.noise_std ** 2), f0 + df, np.full(n_draws, self.noise_std))
+
+def laplace_kfac(X,                # training inputs (N, d)
+                 y,                # training targets (N,)
+                 fit:MAPFit=None,  # a MAP fit to expand around; None fits one with **map_kwargs
+                 rng=None,         # random generator or seed (only used to fit the MAP)
+                 **map_kwargs,     # passed to `fit_map` when fit is None
+                ) -> KFACLaplaceFit:
+    """Kronecker-factored Laplace (Ritter et al. 2018): per layer the GGN sum_n (a_n a_n^T) kron (d_n d_n^T) / sigma^2 is
+    replaced by (sum_n a_n a_n^T) kron (mean_n d_n d_n^T) / sigma^2; the prior is added exactly through one
+    eigendecomposition of each factor."""
+    X, y, fit = _laplace_map(X, y, fit, rng, map_kwargs)
+    ins = _layer_inputs(fit.params, X, fit.sizes, fit.activation)
+    dels = _output_sensitivities(fit.params, X, fit.sizes, fit.activation)
+    factors, i = [], 0
+    for a, d in zip(ins, dels):
+        n_in, n_out = a.shape[1], d.shape[1]
+        sd = fit.prior_std[i:i + n_in * n_out].reshape(n_in, n_out); i += n_in * n_out
+        s = sd[:, 0]                 # one prior sd per input row (weights of a layer share it, the bias row has its own)
+        ev_a, UA = linalg.eigh((s[:, None] * (a.T @ a)) * s[None, :])
+        ev_g, UG = linalg.eigh(d.T @ d / len(d))
+        lam = np.outer(np.clip(ev_a, 0, None), np.clip(ev_g, 0, None)) / fit.noise_std ** 2 + 1.
+        factors.append((s[:, None] * UA, UG, lam))
+    return KFACLaplaceFit(fit.params, factors, sizes=fit.sizes, activation=fit.activation, prior_std=fit.prior_std,
+                          noise_std=fit.noise_std, trace=fit.trace, method="Laplace (KFAC)")
+
+# %% ../nbs/07_bnn.ipynb #1fa010c1
+def fig_laplace_kfac(n_train:int=20, # toy training points
+                     rng=0,          # random generator or seed of the MAP fit (SPEC 7)
+                     data_rng=0,     # random generator or seed of the toy data
+                    ):
+    "Predictive sd of f under the last-layer, KFAC and full-GGN Laplace approximations around one MAP fit of the toy network."
+    X, y = toy_regression_data(check_count("n_train", n_train), data_rng)
+    fit = fit_map(X, y, rng=rng, **TOY_MODEL, **TOY_TRAIN)
+    x = np.linspace(-3, 3, 241)
+    fig, ax = new_figure(width=6.5, height=3.8)
+    for c, (name, lap) in zip(COLORS, (("last layer", laplace_last_layer(X, y, fit=fit)),
+                                       ("KFAC", laplace_kfac(X, y, fit=fit)),
+                                       ("full GGN", laplace_ggn(X, y, fit=fit)))):
+        sd = lap.predict(x[:, None], 2, rng=0).std
+        ax.plot(x, np.sqrt(sd ** 2 - fit.noise_std ** 2), color=c, lw=1.8, label=name)
+    ax.plot(X[:, 0], np.zeros(len(X)), "|", color="k", ms=12, label="training inputs")
+    ax.set(xlabel="$x$", ylabel="predictive sd of $f(x)$", title=f"Laplace variants, toy network, {n_train} points")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
 
 # %% ../nbs/07_bnn.ipynb #42462d06
 class ToyComparison(NamedTuple):

@@ -8,7 +8,7 @@ from autograd import grad
 import autograd.numpy as anp
 
 from bayesnotes.core import kl_gauss
-from bayesnotes.bnn import (bbb_gradient_draws, mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, jacobian_rows, kl_diag_gauss,
+from bayesnotes.bnn import (bbb_gradient_draws, laplace_kfac, mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, jacobian_rows, kl_diag_gauss,
                             kl_weights, toy_regression_data, fit_map, bayes_by_backprop, mc_dropout,
                             deep_ensemble, laplace_ggn, laplace_last_layer, rmse, gaussian_nll,
                             predictive_log_likelihood, calibration, calibration_error, Predictive, TOY_MODEL,
@@ -99,6 +99,32 @@ def test_laplace_exact_for_linear_model(linear_problem, seed):
         # the function draws are N(mean, exact variance): check their spread within Monte Carlo error
         sd_f = np.sqrt(exact_sd ** 2 - 0.16)
         assert np.all(np.abs(p.f_draws.std(0) / sd_f - 1) < 5.3 * np.sqrt(1 / (2 * 20000)))   # false alarm <= 1e-6: 5.3 se covers up to 10 comparisons
+
+
+def test_kfac_laplace_is_exact_where_its_factorisation_is(linear_problem, seed):
+    """KFAC replaces sum_n (a_n a_n^T) kron (d_n d_n^T) by (sum_n a_n a_n^T) kron (mean_n d_n d_n^T): exact without hidden
+    layers (the full-GGN Laplace, i.e. Bayesian linear regression), for the output layer (d_n = 1) and for one point."""
+    X, y, kw, (m, S, _) = linear_problem
+    fit = fit_map(X, y, rng=seed(0), n_iter=2000, lr=5e-2, **kw)
+    Xq = np.array([[0., 0.], [3., -2.], [-1., 4.]])
+    assert np.allclose(laplace_kfac(X, y, fit=fit).predict(Xq, 5, rng=seed(1)).std,
+                       laplace_ggn(X, y, fit=fit).predict(Xq, 5, rng=seed(1)).std, rtol=1e-10)
+    Xt, yt = toy_regression_data(15, rng=seed(2))
+    net = fit_map(Xt, yt, rng=seed(3), **toy_model((6,)), n_iter=200, lr=2e-2)
+    n1 = 2 * 6
+    for n in (15, 1):
+        Lam = (lambda c: c @ c.T)(laplace_ggn(Xt[:n], yt[:n], fit=net).chol)
+        kf = laplace_kfac(Xt[:n], yt[:n], fit=net)
+        tol = dict(rtol=1e-9, atol=1e-9 * np.abs(Lam).max())
+        assert np.allclose(kf.precision(1), Lam[n1:, n1:], **tol)
+        if n == 1:
+            assert np.allclose(kf.precision(0), Lam[:n1, :n1], **tol)
+    # the draws have the variance predict reports: 5 inputs, chi-square relative sd sqrt(2 / n), 5.4 sd: false alarm < 1e-6
+    kf, n_draws = laplace_kfac(Xt, yt, fit=net), 20000
+    p = kf.predict(np.linspace(-3, 3, 5)[:, None], n_draws, rng=seed(4))
+    assert np.all(np.abs(p.f_draws.var(0, ddof=1) / (p.std ** 2 - kf.noise_std ** 2) - 1) < 5.4 * np.sqrt(2 / n_draws))
+    with pytest.raises(ValueError, match="layer"): kf.precision(-1)
+    with pytest.raises(ValueError, match="fit"): laplace_kfac(Xt, yt, fit="not a fit")
 
 
 def test_anchored_ensemble_gives_exact_posterior_draws_for_linear_model(linear_problem, seed):
