@@ -29,11 +29,12 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss',
            'kl_weights', 'BBBFit', 'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit',
            'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn',
-           'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'fig_laplace_kfac', 'ToyComparison',
-           'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
-           'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
-           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data',
-           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'explore_uncertainty']
+           'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd',
+           'fig_vadam_variance', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table',
+           'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression', 'nuts_distances',
+           'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference', 'reference_diagnostics',
+           'save_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
+           'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -864,6 +865,101 @@ def fig_laplace_kfac(n_train:int=20, # toy training points
         ax.plot(x, np.sqrt(sd ** 2 - fit.noise_std ** 2), color=c, lw=1.8, label=name)
     ax.plot(X[:, 0], np.zeros(len(X)), "|", color="k", ms=12, label="training inputs")
     ax.set(xlabel="$x$", ylabel="predictive sd of $f(x)$", title=f"Laplace variants, toy network, {n_train} points")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
+
+# %% ../nbs/07_bnn.ipynb #5e3386c8
+@shares_parameters(fit_map, _SHARED)
+def vadam(X,                       # inputs, shape (N, d)
+          y,                       # targets, shape (N,)
+          rng=None,                # random generator or seed (SPEC 7): initialisation, minibatches, weight draws
+          curvature='magnitude',   # "magnitude" (squared minibatch gradient, Cinelli Alg. 5) or "ggn" (per-example GGN, VOGN)
+          beta1:float=0.9,         # momentum: decay of the moving average m of the gradient
+          beta2:float=0.999,       # decay of the moving average s of the curvature
+          init_std:float=0.1,      # initial sigma_i as a fraction of the prior sd (sets the starting s)
+          init=None,               # starting means (P,); default: a prior draw
+          progress:bool=False,     # show a progress bar
+          **shared,                # network, prior, noise (noise_std must be given) and step settings, as in `fit_map`
+         ) -> BBBFit:
+    """Vadam (Khan et al. 2018): natural-gradient mean-field Gaussian VI in the form of Adam. The weights are drawn from
+    q = N(mu, diag(1 / (N s + 1/s_p^2))) at every step, and s is a moving average of a curvature estimate of the average
+    negative log-likelihood: the squared minibatch gradient, or the diagonal generalised Gauss-Newton matrix."""
+    st = _setup(X, y, **shared)
+    if st.noise_std is None: raise ValueError("noise_std must be given: vadam fits the weights, not the noise")
+    if curvature not in ("magnitude", "ggn"):
+        raise ValueError(f"curvature must be 'magnitude' or 'ggn', got {curvature!r}")
+    for name, b in (("beta1", beta1), ("beta2", beta2)):
+        if not 0 <= check_probability(name, b) < 1: raise ValueError(f"{name} must be in [0, 1), got {b}")
+    check_positive("init_std", init_std)
+    X, y, sizes, sp, noise = st.X, st.y, st.sizes, st.prior_std, st.noise_std
+    rng, N = as_rng(rng), len(y)
+    batches = _batches(rng, N, st.batch_size, st.n_iter)
+    mu = _init_weights(init, st, rng)
+    lam = 1 / (N * sp ** 2)                              # scaled prior precision lambda~ = 1 / (N s_p^2)
+    s = (1 / (init_std * sp) ** 2 - 1 / sp ** 2) / N      # so that sigma starts at init_std prior sds
+    m, trace = np.zeros_like(mu), np.empty(st.n_iter)
+    out = lambda w, Xb: mlp_apply(w, Xb, sizes, st.activation)[..., 0, 0]
+    with blas_threads():
+        for t in track(range(st.n_iter), progress, desc="Vadam"):
+            idx = batches[t][0]
+            sigma = 1 / np.sqrt(N * s + 1 / sp ** 2)
+            w = mu + sigma * rng.standard_normal(mu.size)
+            J = jacobian_rows(out, w, X[idx])                          # (|B|, P) per-example output gradients
+            fw = mlp_apply(w, X[idx], sizes, st.activation)[:, 0]
+            resid = (fw - y[idx]) / noise ** 2
+            g = J.T @ resid / len(idx)                                 # minibatch gradient of h = -(1/N) sum log p
+            curv = g ** 2 if curvature == "magnitude" else np.sum(J ** 2, axis=0) / (len(idx) * noise ** 2)
+            m = beta1 * m + (1 - beta1) * (g + lam * mu)
+            s = beta2 * s + (1 - beta2) * curv
+            mu = mu - st.lr * (m / (1 - beta1 ** (t + 1))) / (np.sqrt(s) + lam)
+            ll = np.sum(_gauss_loglik(y[idx], fw, np.log(noise))) * (N / len(idx))
+            trace[t] = (ll - kl_diag_gauss(mu, sigma, 0., sp)) / N        # one-draw ELBO estimate per data point
+    return BBBFit(mu, 1 / np.sqrt(N * s + 1 / sp ** 2), sizes=sizes, activation=st.activation, prior_std=sp,
+                  noise_std=noise, trace=trace, method="Vadam" + (" (GGN)" if curvature == "ggn" else ""))
+
+def vadam_magnitude_sd(H,          # Hessian of the average negative log-likelihood h, shape (P, P)
+                       N:int,      # number of data points
+                       prior_std,  # prior sds s_p, shape (P,) or scalar
+                       n_iter:int=200, # fixed-point iterations
+                      ) -> np.ndarray:
+    "Standard deviations at the fixed point of full-batch Vadam with the gradient magnitude on a quadratic h (eq-bnn-vadam-fixed)."
+    H = check_finite("H", np.atleast_2d(np.asarray(H, float)))
+    if H.shape[0] != H.shape[1]: raise ValueError(f"H must be square, got shape {H.shape}")
+    N = check_count("N", N)
+    sp = np.broadcast_to(check_positive("prior_std", prior_std), (H.shape[0],))
+    sig2 = sp ** 2
+    for _ in range(check_count("n_iter", n_iter)):
+        # sig^-2 = N H^2 sig^2 + s_p^-2: the plain iteration is a decreasing map that oscillates when the prior is weak;
+        # the geometric mean of the two sides converges (in one dimension without prior it is exact in one step)
+        sig2 = np.sqrt(sig2 / (N * (H ** 2) @ sig2 + 1 / sp ** 2))
+    return np.sqrt(sig2)
+
+# %% ../nbs/07_bnn.ipynb #bdb1a9df
+def fig_vadam_variance(Ns=(10, 40, 160, 640), # data set sizes
+                       rng=0,                 # random generator or seed (SPEC 7): data and runs
+                      ):
+    """Posterior sd of the slope of a 1-d linear regression (noise sd 0.5, prior sd 10) from full-batch Vadam with the
+    gradient magnitude and with the GGN, as a multiple of the exact (here also mean-field) sd, against N."""
+    Ns = np.asarray([check_count("Ns", n) for n in np.atleast_1d(Ns)])
+    kw = dict(hidden=(), weight_scale=10., bias_scale=10., noise_std=0.5)
+    rows = []
+    for k, n in enumerate(Ns):
+        g = as_rng(spawn_rng(rng, 1 + k))
+        x = g.uniform(-2, 2, n); y = 0.5 * x + 0.5 * g.standard_normal(n)
+        Phi = np.column_stack([x, np.ones(n)])
+        sd_mf = 1 / np.sqrt(np.diag(Phi.T @ Phi / 0.25 + np.eye(2) / 100.))
+        mag = vadam(x[:, None], y, rng=g, n_iter=2000, lr=1e-2, beta2=0.995, init_std=0.5, init=np.zeros(2), **kw)
+        ggn = vadam(x[:, None], y, rng=g, curvature="ggn", n_iter=300, lr=1e-2, beta2=0.9, init=np.zeros(2), **kw)
+        fixed = vadam_magnitude_sd(Phi.T @ Phi / (n * 0.25), n, 10.)
+        rows.append([mag.sigma[0] / sd_mf[0], ggn.sigma[0] / sd_mf[0], fixed[0] / sd_mf[0]])
+    r = np.array(rows)
+    fig, ax = new_figure(width=6, height=3.8)
+    ax.loglog(Ns, r[:, 0], "o", color=COLORS[0], ms=7, label="Vadam, gradient magnitude (run)")
+    ax.loglog(Ns, r[:, 2], "-", color=COLORS[0], lw=1, label=r"its fixed point (eq. above), $\approx N^{1/4}$")
+    ax.loglog(Ns, r[:, 1], "s", color=COLORS[1], ms=6, label="Vadam with the GGN (run)")
+    ax.set(xlabel="data points $N$ (full batch)", ylabel="sd of the slope / exact sd",
+           title="Vadam's variance on a linear model")
+    ax.set_yticks([1, 2, 3, 5]); ax.set_yticklabels(["1", "2", "3", "5"]); ax.minorticks_off()
     ax.legend(frameon=False, fontsize=8)
     return fig
 

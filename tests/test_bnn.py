@@ -8,7 +8,7 @@ from autograd import grad
 import autograd.numpy as anp
 
 from bayesnotes.core import kl_gauss
-from bayesnotes.bnn import (bbb_gradient_draws, laplace_kfac, mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, jacobian_rows, kl_diag_gauss,
+from bayesnotes.bnn import (bbb_gradient_draws, laplace_kfac, vadam, vadam_magnitude_sd, mlp_apply, mlp_init, mlp_n_params, mlp_prior_std, jacobian_rows, kl_diag_gauss,
                             kl_weights, toy_regression_data, fit_map, bayes_by_backprop, mc_dropout,
                             deep_ensemble, laplace_ggn, laplace_last_layer, rmse, gaussian_nll,
                             predictive_log_likelihood, calibration, calibration_error, Predictive, TOY_MODEL,
@@ -194,6 +194,30 @@ def test_local_reparameterisation_reduces_gradient_variance(seed):
     # measured 0.028-0.057 over seeds 0-9; the variance estimates from 2000 draws carry a few per cent of relative error,
     # so 0.5 is far from both the measured values and 1 (no reduction)
     assert ratio < 0.5, ratio
+
+
+def test_vadam_fixed_points_for_linear_model(linear_problem, seed):
+    """Full batch, model linear in its weights. With the GGN curvature Vadam's sigma is the mean-field optimum
+    1 / sqrt(Lambda_ii) (s averages a constant) and its mean jitters around the posterior mean; with the gradient magnitude
+    sigma sits at the fixed point sigma_i^-2 = N sum_j H_ij^2 sigma_j^2 + s_p^-2 (too wide, by about N^(1/4))."""
+    X, y, kw, (m, S, prec) = linear_problem
+    sd_mf = 1 / np.sqrt(np.diag(prec))
+    ggn = vadam(X, y, rng=seed(7), curvature="ggn", n_iter=3000, lr=1e-2, beta2=0.99, **kw)
+    assert np.allclose(ggn.sigma, sd_mf, rtol=1e-8)
+    # mean error over 10 seeds: 0.12 +- 0.04 mean-field sds, largest 0.19; 0.4 is 7 spreads away
+    assert np.all(np.abs(ggn.mu - m) < 0.4 * sd_mf)
+    mag = vadam(X, y, rng=seed(8), n_iter=4000, lr=1e-2, beta2=0.999, init_std=0.5, init=np.zeros(3), **kw)
+    Phi = np.column_stack([X, np.ones(len(y))])
+    sp = np.array([1.5 / np.sqrt(2), 1.5 / np.sqrt(2), 2.])
+    fixed = vadam_magnitude_sd(Phi.T @ Phi / (len(y) * 0.4 ** 2), len(y), sp)
+    assert np.allclose(1 / fixed ** 2, len(y) * (Phi.T @ Phi / (len(y) * 0.16)) ** 2 @ fixed ** 2 + 1 / sp ** 2)
+    # s averages about 1000 squared gradients (beta2 = 0.999): a few per cent of noise in sigma (|ratio - 1| <= 0.03 over
+    # 4 seeds); 0.15 is about 5 of those spreads
+    assert np.all(np.abs(mag.sigma / fixed - 1) < 0.15), mag.sigma / fixed
+    assert np.all(fixed > 1.5 * sd_mf)
+    with pytest.raises(ValueError, match="noise_std"): vadam(X, y, hidden=())
+    with pytest.raises(ValueError, match="beta2"): vadam(X, y, beta2=1.0, **kw)
+    with pytest.raises(ValueError, match="H must be square"): vadam_magnitude_sd(np.ones((2, 3)), 10, 1.)
 
 
 def test_nuts_target_and_draws_match_exact_linear_posterior(linear_problem, seed):
