@@ -30,11 +30,11 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'kl_weights', 'BBBFit', 'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit',
            'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn',
            'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd',
-           'fig_vadam_variance', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table',
-           'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression', 'nuts_distances',
-           'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference', 'reference_diagnostics',
-           'save_nuts_reference', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
-           'explore_uncertainty']
+           'fig_vadam_variance', 'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison',
+           'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
+           'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
+           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data',
+           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -960,6 +960,127 @@ def fig_vadam_variance(Ns=(10, 40, 160, 640), # data set sizes
     ax.set(xlabel="data points $N$ (full batch)", ylabel="sd of the slope / exact sd",
            title="Vadam's variance on a linear model")
     ax.set_yticks([1, 2, 3, 5]); ax.set_yticklabels(["1", "2", "3", "5"]); ax.minorticks_off()
+    ax.legend(frameon=False, fontsize=8)
+    return fig
+
+# %% ../nbs/07_bnn.ipynb #bd2f81a9
+class SWAGFit(RegressionFit):
+    "SWAG posterior: N(mean, (diag + D D^T / (K - 1)) / 2) from the iterates of constant-step SGD."
+    def __init__(self,
+                 mean,      # average of the SGD snapshots (P,)
+                 sq_mean,   # average of their squares (P,)
+                 dev,       # last K deviations from the running mean, shape (K, P)
+                 **kw,      # fields passed on to `RegressionFit`
+                ):
+        super().__init__(**kw); self.mean, self.sq_mean, self.dev = mean, sq_mean, dev
+    @property
+    def diag_var(self) -> np.ndarray:
+        "Diagonal part: the snapshots' variance of each weight, shape (P,)."
+        return np.clip(self.sq_mean - self.mean ** 2, 0, None)
+    def sample_weights(self,
+                       n_draws:int,  # number of weight vectors
+                       rng=None,     # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                      ) -> np.ndarray:
+        "Draws mean + sqrt(diag / 2) z_1 + D^T z_2 / sqrt(2 (K - 1)), shape (n_draws, P)."
+        rng, K = as_rng(rng), self.dev.shape[0]
+        z1 = rng.standard_normal((int(check_count("n_draws", n_draws)), self.mean.size))
+        z2 = rng.standard_normal((z1.shape[0], K))
+        return self.mean + np.sqrt(self.diag_var / 2) * z1 + z2 @ self.dev / np.sqrt(2 * max(K - 1, 1))
+    def _sample_functions(self, X, n_draws, rng):
+        return self.f(self.sample_weights(n_draws, rng), X), np.full(n_draws, self.noise_std)
+
+def swag(X,                     # training inputs (N, d)
+         y,                     # training targets (N,)
+         fit:MAPFit=None,       # a MAP fit to start from; None fits one with **map_kwargs
+         rng=None,              # random generator or seed (SPEC 7): minibatches (and the MAP fit)
+         lr:float=0.01,         # constant SGD step size on the average negative log posterior
+         batch_size:int=None,   # minibatch size (drawn independently, with replacement); None: the MAP fit's, else N
+         n_snapshots:int=200,   # snapshots collected
+         every:int=None,        # SGD steps between snapshots; None: one epoch, ceil(N / batch_size)
+         rank:int=20,           # K, deviations kept for the low-rank part
+         burn_in:int=None,      # SGD steps before the first snapshot; None: `every`
+         progress:bool=False,   # show a progress bar
+         **map_kwargs,          # passed to `fit_map` when fit is None
+        ) -> SWAGFit:
+    """SWAG (Maddox et al. 2019): run SGD with a constant step from the MAP, and fit a Gaussian to its iterates: their
+    mean, their per-weight variance and a rank-K part from the last K deviations from the running mean."""
+    X, y, fit = _laplace_map(X, y, fit, rng, map_kwargs)
+    N, sizes, sp, act = len(y), fit.sizes, fit.prior_std, fit.activation
+    if fit.noise_std is None or np.ndim(fit.noise_std) != 0: raise ValueError("fit must have one noise sd")
+    lr = check_positive("lr", lr)
+    B = min(int(check_count("batch_size", batch_size)), N) if batch_size is not None else N
+    n_snap, K = int(check_count("n_snapshots", n_snapshots, 2)), int(check_count("rank", rank, 2))
+    if K > n_snap: raise ValueError(f"rank must be at most n_snapshots = {n_snap}, got {K}")
+    every = int(check_count("every", every)) if every is not None else int(np.ceil(N / B))
+    burn_in = int(check_count("burn_in", burn_in, 0)) if burn_in is not None else every
+    rng, log_noise = as_rng(rng), np.log(fit.noise_std)
+    def neg_log_post(w, idx):     # the average negative log posterior on a minibatch (the MAP objective, negated)
+        f = mlp_apply(w, X[idx], sizes, act)[:, 0]
+        return -(anp.sum(_gauss_loglik(y[idx], f, log_noise)) * (N / len(idx)) - 0.5 * anp.sum((w / sp) ** 2)) / N
+    grad, w = _ad_grad(neg_log_post), fit.params.copy()
+    mean, sq, devs, trace = np.zeros_like(w), np.zeros_like(w), [], np.empty(n_snap)
+    with blas_threads():
+        for t in track(range(burn_in + n_snap * every), progress, desc="SWAG"):
+            w = w - lr * grad(w, rng.integers(N, size=B))
+            k, r = divmod(t + 1 - burn_in, every)
+            if t + 1 > burn_in and r == 0:             # snapshot k (1-based): running moments, then the deviation
+                mean += (w - mean) / k; sq += (w ** 2 - sq) / k
+                devs = (devs + [w - mean])[-K:]
+                trace[k - 1] = -neg_log_post(w, np.arange(N))
+    return SWAGFit(mean, sq, np.array(devs), sizes=sizes, activation=act, prior_std=sp, noise_std=fit.noise_std,
+                   trace=trace, method="SWAG")
+
+def linear_sgd_stationary(X,                   # inputs (N, d) of a model linear in its weights, f(x) = x W + b
+                          y,                   # targets (N,)
+                          lr:float,            # constant SGD step size on the average negative log posterior
+                          batch_size:int=1,    # minibatch size (independent draws with replacement)
+                          weight_scale=1.,     # prior alpha: weight sd alpha / sqrt(d), as in `mlp_prior_std`
+                          bias_scale=1.,       # prior beta: bias sd
+                          noise_std:float=1.,  # observation noise sd
+                         ) -> tuple:
+    """Exact stationary mean and covariance ((P,), (P, P)) of constant-step minibatch SGD on a linear-Gaussian model:
+    e_{t+1} = (I - lr A_B) e_t + lr r_B with e = w - w_MAP is an affine recursion with i.i.d. coefficients, so
+    vec(Sigma) = lr^2 (I - E[F kron F])^{-1} vec(E[r_B r_B^T]), F = I - lr A_B."""
+    X, y = _check_Xy(X, y)
+    N, B = len(y), int(check_count("batch_size", batch_size))
+    lr, s2 = float(check_positive("lr", lr)), float(check_positive("noise_std", noise_std)) ** 2
+    Phi = np.column_stack([X, np.ones(N)]); P = Phi.shape[1]
+    prec = 1 / mlp_prior_std((X.shape[1], 1), weight_scale, bias_scale) ** 2
+    A = Phi[:, :, None] * Phi[:, None, :] / s2 + np.diag(prec) / N          # per-example Hessians A_i (N, P, P)
+    A_bar = A.mean(0)
+    w_map = np.linalg.solve(A_bar, (Phi * y[:, None]).mean(0) / s2)
+    r = Phi * y[:, None] / s2 - A @ w_map                                   # per-example gradient noise at the MAP (N, P)
+    I = np.eye(P)
+    EAA = np.kron(A_bar, A_bar) + (np.einsum("nij,nkl->ikjl", A, A).reshape(P * P, P * P) / N
+                                   - np.kron(A_bar, A_bar)) / B
+    EFF = np.eye(P * P) - lr * (np.kron(A_bar, I) + np.kron(I, A_bar)) + lr ** 2 * EAA
+    cov = np.linalg.solve(np.eye(P * P) - EFF, lr ** 2 * (r.T @ r / N / B).ravel()).reshape(P, P)
+    if not np.all(np.linalg.eigvalsh((cov + cov.T) / 2) > 0):
+        raise ValueError(f"lr = {lr} is too large: SGD has no stationary covariance (its second moments diverge)")
+    return w_map, (cov + cov.T) / 2
+
+# %% ../nbs/07_bnn.ipynb #d2b89ba5
+def fig_swag_step_size(lrs=(0.005, 0.01, 0.02), # constant SGD step sizes (snapshots every 0.1 / lr steps)
+                       n_train:int=25,   # data points of the linear model
+                       rng=0,            # random generator or seed (SPEC 7): data and SGD
+                      ):
+    """SWAG on a linear model y = 0.8 x + 0.3 + noise (noise sd 0.4, prior sds 1.5, 2): its slope sd against the step size,
+    next to the exact stationary sd of SGD (`linear_sgd_stationary`) and the exact posterior sd."""
+    g = as_rng(spawn_rng(rng, 1))
+    X = g.standard_normal((check_count("n_train", n_train), 1)); y = 0.8 * X[:, 0] + 0.3 + 0.4 * g.standard_normal(n_train)
+    kw = dict(hidden=(), weight_scale=1.5, bias_scale=2., noise_std=0.4)
+    fit = fit_map(X, y, rng=spawn_rng(rng, 2), n_iter=1500, lr=5e-2, **kw)
+    Phi = np.column_stack([X[:, 0], np.ones(n_train)])
+    post_sd = np.sqrt(np.linalg.inv(Phi.T @ Phi / 0.16 + np.diag([1 / 1.5 ** 2, 1 / 4.]))[0, 0])
+    grid = np.geomspace(min(lrs) / 2, max(lrs), 40)
+    exact = [np.sqrt(linear_sgd_stationary(X, y, lr, 1, 1.5, 2., 0.4)[1][0, 0]) for lr in grid]
+    runs = [np.sqrt(swag(X, y, fit=fit, rng=spawn_rng(rng, 3 + k), lr=lr, batch_size=1, n_snapshots=100,
+                         every=int(np.ceil(0.1 / lr)), rank=10).diag_var[0]) for k, lr in enumerate(lrs)]
+    fig, ax = new_figure(width=6, height=3.8)
+    ax.loglog(grid, exact, "-", color=COLORS[0], lw=1.5, label="stationary sd of SGD (exact)")
+    ax.loglog(lrs, runs, "o", color=COLORS[0], ms=7, label="SWAG's estimate (one run each)")
+    ax.axhline(post_sd, color="k", ls="--", lw=1, label="posterior sd (exact)")
+    ax.set(xlabel="SGD step size (batch size 1)", ylabel="sd of the slope", title="SWAG measures SGD's noise")
     ax.legend(frameon=False, fontsize=8)
     return fig
 
