@@ -24,6 +24,7 @@ from .utils import spawn_rng, track
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_RUN', 'BNN_REFERENCE_RUN', 'BNN_REFERENCE_THIN',
            'BNN_REFERENCE_SEED', 'BNN_REFERENCE_FILE', 'BNN_REFERENCE_GRID', 'BENCHMARK_MODEL', 'BENCHMARK_TRAIN',
+           'BENCHMARK_REFERENCE_FILE', 'BENCHMARK_REFERENCE_SEED', 'BENCHMARK_REFERENCE_SPLITS', 'PBP_BENCHMARK',
            'mlp_n_params', 'mlp_prior_std', 'mlp_init', 'mlp_apply', 'sample_prior_functions', 'fig_prior_functions',
            'toy_function', 'toy_regression_data', 'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood',
            'calibration', 'calibration_error', 'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss',
@@ -34,7 +35,8 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
            'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
            'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data',
-           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'explore_uncertainty']
+           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'cinelli_methods', 'save_benchmark',
+           'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -331,10 +333,12 @@ class RegressionFit:
         MAP repeats its one function, and an ensemble uses its M members in turn (each n_draws // M times, the
         remaining n_draws % M members drawn at random), so its mean and sd are exact when M divides n_draws."""
         X = _check_X(X, self.sizes[0])
-        n_draws = check_count("n_draws", n_draws)
         with blas_threads():
-            f, noise = self._sample_functions(X, int(n_draws), rng)
-        return _predictive(f, noise)
+            return self._predict(X, int(check_count("n_draws", n_draws)), rng)
+
+    def _predict(self, X, n_draws, rng):
+        "The predictive from the method's function draws (the Laplace fits override this with their exact formulas)."
+        return _predictive(*self._sample_functions(X, n_draws, rng))
 
     def __repr__(self): return f"{type(self).__name__}({self.method}, sizes={self.sizes})"
 
@@ -711,21 +715,14 @@ class LaplaceFit(RegressionFit):
             return mlp_apply(full, Xb, sizes, act)[..., 0, 0]
         return jacobian_rows(fn, self.params[P - K:], X)
 
-    def predict(self,
-                X,                # inputs, shape (N, d)
-                n_draws:int=100,  # function draws returned
-                rng=None,         # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-               ) -> Predictive:
+    def _predict(self, X, n_draws, rng):
         "Exact linearised predictive mean and sd at X, plus n_draws function draws."
-        X = _check_X(X, self.sizes[0])
-        n_draws = check_count("n_draws", n_draws)
-        with blas_threads():
-            f0, J = self.f(self.params, X), self.jacobian(X)
-            var_f = np.sum(linalg.solve_triangular(self.chol, J.T, lower=True) ** 2, axis=0)
-            eps = as_rng(rng).standard_normal((self.block.size, int(n_draws)))
-            delta = linalg.solve_triangular(self.chol.T, eps, lower=False)    # columns ~ N(0, Lambda^{-1})
+        f0, J = self.f(self.params, X), self.jacobian(X)
+        var_f = np.sum(linalg.solve_triangular(self.chol, J.T, lower=True) ** 2, axis=0)
+        eps = as_rng(rng).standard_normal((self.block.size, n_draws))
+        delta = linalg.solve_triangular(self.chol.T, eps, lower=False)    # columns ~ N(0, Lambda^{-1})
         f = f0 + (J @ delta).T
-        return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(int(n_draws), self.noise_std))
+        return Predictive(f0, np.sqrt(var_f + self.noise_std ** 2), f, np.full(n_draws, self.noise_std))
 
 def _laplace_map(X, y, fit, rng, map_kwargs):
     "Validated training data and the MAP fit to expand around (the given one, or one fitted with map_kwargs)."
@@ -803,17 +800,13 @@ class KFACLaplaceFit(RegressionFit):
         if not 0 <= int(layer) < len(self.factors):
             raise ValueError(f"layer must be in 0..{len(self.factors) - 1}, got {layer}")
         M, UG, lam = self.factors[int(layer)]
-        R = np.kron(np.linalg.inv(M).T, UG) # M = S U_A (S diagonal), so M^{-T} = S^{-1} U_A             # Lambda = (M^{-T} kron U_G) diag(lam) (M^{-T} kron U_G)^T
+        # M = S U_A with S diagonal, so M^{-T} = S^{-1} U_A and Lambda = (M^{-T} kron U_G) diag(lam) (M^{-T} kron U_G)^T
+        R = np.kron(np.linalg.inv(M).T, UG)
         return (R * lam.ravel()) @ R.T
 
-    def predict(self,
-                X,                # inputs, shape (N, d)
-                n_draws:int=100,  # function draws returned
-                rng=None,         # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-               ) -> Predictive:
+    def _predict(self, X, n_draws, rng):
         "Linearised predictive mean and sd at X (exact for the Kronecker-factored Gaussian), plus n_draws function draws."
-        X = _check_X(X, self.sizes[0])
-        n_draws, rng = int(check_count("n_draws", n_draws)), as_rng(rng)
+        rng = as_rng(rng)
         f0 = self.f(self.params, X)
         var, df = np.zeros(len(X)), np.zeros((n_draws, len(X)))
         ins = _layer_inputs(self.params, X, self.sizes, self.activation)
@@ -1452,6 +1445,58 @@ def regression_benchmark(X,                        # inputs of the full data set
             p = Predictive(my + sy * p.mean, sy * p.std, my + sy * p.f_draws, sy * p.noise_std)
             R[i, j], LL[i, j] = rmse(y[te], p.mean), predictive_log_likelihood(y[te], p)
     return BenchmarkResult(list(methods), R, LL, T, n_train, n_test)
+
+# %% ../nbs/07_bnn.ipynb #c67e45f6
+def cinelli_methods(**train, # overrides of BENCHMARK_TRAIN (n_iter, lr, batch_size)
+                   ) -> dict:
+    """The methods of Cinelli et al.'s comparison that live in this chapter: BBB, MC dropout and Vadam (with the noise
+    sd of a MAP fit, since Vadam fits the weights only); PBP, the fourth, comes from `bayesnotes.pbp`."""
+    base, kw = benchmark_methods(**train), dict(**BENCHMARK_MODEL, **{**BENCHMARK_TRAIN, **train})
+    def vadam_fit(X, y, rng):
+        return vadam(X, y, rng=rng, **{**kw, "noise_std": fit_map(X, y, rng=rng, **kw).noise_std})
+    return {"BBB": base["BBB"], "MC dropout": base["MC dropout"], "Vadam": vadam_fit}
+
+# The stored comparison (BBB, MC dropout, Vadam, PBP on diabetes, 20 random 90/10 splits), made by
+# `python tools/make_references.py bnn_diabetes_benchmark` (a few minutes of one core) and shipped in bayesnotes/data.
+BENCHMARK_REFERENCE_FILE = "bnn_diabetes_benchmark.npz"
+BENCHMARK_REFERENCE_SEED = 2019
+BENCHMARK_REFERENCE_SPLITS = 20
+PBP_BENCHMARK = dict(hidden=(50,), n_epochs=5)   # PBP's settings in the stored comparison
+
+def save_benchmark(result:BenchmarkResult, # per-split scores (`regression_benchmark`)
+                   path,                   # file to write (.npz)
+                   provenance:dict,        # settings, seed, versions and timing to keep with the scores
+                  ):
+    "Store a benchmark's per-split scores with its JSON provenance."
+    import json
+    np.savez_compressed(path, methods=np.array(result.methods), rmse=result.rmse, loglik=result.loglik,
+                        seconds=result.seconds, n_train=result.n_train, n_test=result.n_test,
+                        provenance=np.array(json.dumps(provenance, sort_keys=True)))
+
+def stored_benchmark() -> tuple:
+    "The stored comparison of Cinelli et al.'s methods on diabetes: (BenchmarkResult, provenance dict)."
+    import json
+    from importlib import resources
+    with resources.files("bayesnotes").joinpath("data/" + BENCHMARK_REFERENCE_FILE).open("rb") as f:
+        z = np.load(f)
+        res = BenchmarkResult([str(m) for m in z["methods"]], z["rmse"], z["loglik"], z["seconds"],
+                              int(z["n_train"]), int(z["n_test"]))
+        return res, json.loads(str(z["provenance"]))
+
+def fig_benchmark(result:BenchmarkResult=None, # per-split scores; default the stored comparison (`stored_benchmark`)
+                 ):
+    "Mean test RMSE and log-likelihood of each method with +-2 corrected standard errors (Nadeau and Bengio)."
+    result = stored_benchmark()[0] if result is None else result
+    summ = result.summary()
+    fig, axes = new_figure(1, 2, width=10, height=3.4)
+    for ax, key, label in ((axes[0], "rmse", "test RMSE (lower is better)"),
+                           (axes[1], "test log-lik", "test log-likelihood (higher is better)")):
+        m = np.array([summ[k][key][0] for k in result.methods]); se = np.array([summ[k][key][1] for k in result.methods])
+        ypos = np.arange(len(m))[::-1]
+        ax.errorbar(m, ypos, xerr=2 * se, fmt="o", color=COLORS[0], capsize=3)
+        ax.set_yticks(ypos); ax.set_yticklabels(result.methods); ax.set_xlabel(label)
+    fig.suptitle(f"diabetes, {result.rmse.shape[1]} random 90/10 splits: mean +- 2 corrected se")
+    return fig
 
 # %% ../nbs/07_bnn.ipynb #9e60fd50
 def explore_uncertainty(n_train:int=20,         # toy training points

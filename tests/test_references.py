@@ -92,3 +92,23 @@ def test_fresh_run_with_warmup_agrees_with_the_stored_reference(reference, seed)
     assert np.all(ess_bulk(fresh.function_draws(X_CHECK)) > 100)
     diff, se = _differences(fresh, reference)
     assert np.all(np.abs(diff) < Z_AGREE * se), (diff / se).round(2)
+
+
+def test_stored_benchmark_meets_its_bar_and_a_fresh_split_agrees():
+    """The stored comparison of Cinelli et al.'s methods (bnn.stored_benchmark) has every split and finite scores, and
+    records the settings it was made with; one fresh split (another seed) of each method scores within the stored
+    split-to-split spread: |fresh - mean| < 6 sd of the 20 stored splits. For normal scores the prediction statistic
+    is t with 19 df scaled by sqrt(1 + 1/20): P(|t| > 5.86) is about 1.2e-5, times 8 comparisons: false alarm ~1e-4."""
+    from bayesnotes import pbp
+    res, prov = bnn.stored_benchmark()
+    J = bnn.BENCHMARK_REFERENCE_SPLITS
+    assert res.methods == ["BBB", "MC dropout", "Vadam", "PBP"] and res.rmse.shape == (4, J)
+    assert np.all(np.isfinite(res.rmse)) and np.all(np.isfinite(res.loglik)) and np.all(res.seconds > 0)
+    assert prov["seed"] == bnn.BENCHMARK_REFERENCE_SEED and prov["settings"]["splits"] == J
+    assert prov["settings"]["train"] == bnn.BENCHMARK_TRAIN and prov["settings"]["methods"] == res.methods
+    X, y = bnn.load_diabetes_data()
+    methods = {**bnn.cinelli_methods(), "PBP": lambda X, y, rng: pbp.pbp(X, y, rng=rng, **bnn.PBP_BENCHMARK)}
+    fresh = bnn.regression_benchmark(X, y, methods, n_splits=1, rng=12345)
+    for stored, new in ((res.rmse, fresh.rmse[:, 0]), (res.loglik, fresh.loglik[:, 0])):
+        z = (new - stored.mean(1)) / stored.std(1, ddof=1)
+        assert np.all(np.abs(z) < 6), z
