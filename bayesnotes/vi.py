@@ -29,10 +29,11 @@ __all__ = ['GaussianFamily', 'MeanFieldGaussian', 'FullRankGaussian', 'Estimate'
            'fig_normal_gamma_vb', 'fig_normal_gamma_step', 'Regression1dExact', 'regression_1d_example',
            'vb_regression_1d', 'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d',
            'IsingResult', 'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful',
-           'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'to_constrained',
-           'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi',
-           'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace', 'logistic_predictive',
-           'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
+           'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'fig_stl_variance',
+           'to_constrained', 'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint',
+           'fig_advi', 'svi', 'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace',
+           'logistic_predictive', 'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior',
+           'fig_logistic_predictive']
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
 def _target(logp, dim, name="logp", other="the variational family"):
@@ -994,6 +995,48 @@ def fig_gradient_variance(n_rep:int=500, # independent repetitions per point
     ax.set(xlabel="draws per estimate $S$", ylabel="mean variance of gradient components",
            title="ELBO-gradient estimators (Gaussian-mean model)")
     ax.legend(frameon=False, fontsize=8)
+    return fig
+
+# %% ../nbs/01_vi.ipynb #stl-var-code
+def _stl_path_variances(m, s, mu, v):
+    "Closed-form per-draw variances (d/dm, d/dlog s) of the plain and STL gradients for q = N(m, s^2), posterior N(mu, v)."
+    m, s = np.broadcast_arrays(np.asarray(m, float), np.asarray(s, float))
+    d, r = m - mu, s**2 / v
+    plain = np.stack([s**2 / v**2, s**2 / v**2 * (d**2 + 2 * s**2)])
+    stl = np.stack([(1 / s - s / v)**2, d**2 * s**2 / v**2 + 2 * (1 - r)**2])
+    return plain, stl
+
+def fig_stl_variance(n_mc:int=2000, # draws of the base noise per point (shared by all points)
+                     rng=0,         # random generator or seed (SPEC 7)
+                    ):
+    "Per-draw variance of the plain and STL reparameterisation gradients as q = N(m, s^2) moves onto the exact posterior."
+    rng = as_rng(rng)
+    _, t, mN, vN, _ = _gaussian_mean_model()
+    sN = np.sqrt(vN)
+    eps = rng.standard_normal((check_count("n_mc", n_mc, 2), 1))       # common random numbers along each path
+    ratio, offset = np.geomspace(0.5, 2.0, 17), np.linspace(-1.5, 1.5, 17)
+    fine_r, fine_o = np.geomspace(0.5, 2.0, 400), np.linspace(-1.5, 1.5, 400)
+    paths = [("(a) scale: $m = \\mu$, $s = \\rho\\sqrt{v}$", r"$\rho = s/\sqrt{v}$", ratio, mN + 0 * ratio, sN * ratio,
+              fine_r, _stl_path_variances(mN, sN * fine_r, mN, vN)),
+             ("(b) mean: $s = \\sqrt{v}$, $m = \\mu + \\delta\\sqrt{v}$", r"$\delta = (m - \mu)/\sqrt{v}$", offset,
+              mN + sN * offset, sN + 0 * offset, fine_o, _stl_path_variances(mN + sN * fine_o, sN, mN, vN))]
+    fig, axes = new_figure(1, 2, width=11, height=4)
+    for ax, (title, xlabel, x, ms, ss, xf, (plain, stl)) in zip(axes, paths):
+        mc = np.array([[_path_terms(t, MeanFieldGaussian(1, np.r_[m, np.log(s)]), eps, k)[0].var(0, ddof=1)
+                        for k in (False, True)] for m, s in zip(ms, ss)])            # (point, estimator, component)
+        for j, (est, exact) in enumerate((("plain", plain), ("STL", stl))):
+            for c, (comp, ls, mk) in enumerate(((r"$\partial/\partial m$", "-", "o"), (r"$\partial/\partial\log s$", "--", "s"))):
+                ax.plot(xf, exact[c], ls, color=COLORS[j], lw=1.2, label=f"{est}, {comp}")
+                ax.plot(x, mc[:, j, c], mk, color=COLORS[j], ms=3.5, mfc="none")
+        ax.axvline(1.0 if "rho" in xlabel else 0.0, color="k", ls=":", lw=1)
+        ax.set(yscale="log", ylim=(1e-4, 1e3), xlabel=xlabel, title=title)
+    axes[0].set(xscale="log", ylabel="per-draw variance")
+    axes[0].set_xticks([0.5, 1, 2], ["0.5", "1", "2"])
+    axes[0].annotate("STL: exactly 0\nat $q = p$", (1.0, 1.3e-4), (1.15, 1e-3), fontsize=8, arrowprops=dict(arrowstyle="->"))
+    axes[0].set_xticks([], minor=True)
+    axes[1].text(0.5, 0.86, "STL, $\\partial/\\partial m$: exactly 0 along this path", transform=axes[1].transAxes,
+                 ha="center", fontsize=8, color=COLORS[1])
+    axes[1].legend(frameon=False, fontsize=7, loc="lower left", ncol=2)
     return fig
 
 # %% ../nbs/01_vi.ipynb #e40c41e8

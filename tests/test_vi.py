@@ -769,3 +769,36 @@ def test_logistic_example_vi_fit_is_converged(seed):
     assert np.allclose(np.sqrt(np.diag(vi.cov) / np.diag(S)), 1, atol=0.05)
     e = elbo(t, vi, 20000, rng=seed(3))
     assert e.value < ref.log_evidence and abs(e.value - lz) < 4.9 * e.stderr + 0.002   # 0.002: ELBO is flat at the optimum; CLT: 4.9 se, false alarm 1e-6
+
+
+# ---------------------------------------------------------------- sticking the landing at q = p (issue 18)
+def test_stl_variance_zero_at_posterior_and_plain_variance_is_fisher_information(seed):
+    from bayesnotes.vi import _path_terms
+    _, t, mN, vN, _ = _gaussian_mean_model()
+    q = MeanFieldGaussian.from_moments([mN], vN)                          # q = p exactly (1-d Gaussian posterior)
+    n = 20000
+    eps = np.random.default_rng(seed(0)).standard_normal((n, 1))
+    stl, _ = _path_terms(t, q, eps, stl=True)
+    assert np.max(np.abs(stl)) < 1e-10                                    # every draw, not just on average
+    assert np.all(np.abs(reparam_grad(t, q, 50, rng=seed(1), stl=True).grad) < 1e-10)
+    plain, _ = _path_terms(t, q, eps)
+    # closed form at q = p, parameters (m, log s): g = (-eps / sqrt(v), 1 - eps^2), variances (1 / v, 2).
+    # d/dm is Gaussian: (n - 1) S^2 / sigma^2 ~ chi2(n - 1); two-sided 1e-7 quantiles
+    lo, hi = stats.chi2.ppf([5e-8, 1 - 5e-8], n - 1) / (n - 1)
+    assert lo < plain[:, 0].var(ddof=1) * vN < hi
+    # d/dlog s = 1 - eps^2: the sample variance has sd sqrt((mu4 - sigma^4) / n) = sqrt(56 / n); 6 sd, which with the
+    # Edgeworth correction for its skewness (13.6 / sqrt(n)) leaves a false alarm < 1e-8; 3 comparisons: < 3e-7
+    assert abs(plain[:, 1].var(ddof=1) - 2) < 6 * np.sqrt(56 / n)
+
+
+@pytest.mark.parametrize("stl", [False, True])
+def test_plain_and_stl_unbiased_away_from_posterior(stl, seed):
+    _, t, mN, vN, _ = _gaussian_mean_model()
+    for d, r in ((0.7, 0.6), (-0.4, 1.8)):                                # (m - mu) / sqrt(v), s / sqrt(v)
+        m, s = mN + d * np.sqrt(vN), r * np.sqrt(vN)
+        q = MeanFieldGaussian(1, np.r_[m, np.log(s)])
+        exact = np.array([-(m - mN) / vN, 1 - s**2 / vN])                # gradient of log Z - KL(q || p)
+        est = reparam_grad(t, q, 20000, rng=seed(10 + int(10 * r)), stl=stl)
+        # 2 points x 2 components at 5.3 se (CLT, two-sided 1.2e-7 each): false alarm < 5e-7
+        assert np.all(np.abs(est.grad - exact) < 5.3 * est.stderr)
+        assert np.all(est.stderr > 0)                                     # q != p: neither estimator is exact here

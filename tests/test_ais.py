@@ -1,0 +1,123 @@
+"""Tests of bayesnotes.ais: annealed importance sampling against exact evidences (closed form of a Gaussian prior times
+a Gaussian-mixture likelihood, checked by quadrature), its reduction to importance sampling, unbiasedness of Z_hat,
+the effect of the number of temperatures, and input validation.
+
+Statistical bounds are Student-t quantiles of the mean of R independent runs (standard error from the runs' spread)
+at the false-alarm probability stated next to them, plus an explicit allowance for the known Jensen bias of log Z_hat."""
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from bayesnotes.ais import ais, ais_temperature_study, mixture_evidence_problem
+from bayesnotes.montecarlo import importance_sample
+
+
+def t_bound(R, alpha):
+    "Two-sided Student-t quantile for the mean of R runs at false-alarm probability alpha."
+    return stats.t.isf(alpha / 2, R - 1)
+
+
+def test_exact_evidence_by_quadrature():
+    "Eq. (3) against two-dimensional adaptive quadrature of prior x likelihood, for two weightings of the modes."
+    for w in ((0.5, 0.3, 0.2), (0.1, 0.9)):
+        pb = mixture_evidence_problem(dim=2, weights=w, prior_sd=2.0, mode_sd=0.7)
+        f = lambda b, a: np.exp(pb.log_prior(np.array([[a, b]])) + pb.log_lik(np.array([[a, b]])))[0]
+        Z, _ = integrate.dblquad(f, -9, 9, -9, 9, epsabs=1e-14, epsrel=1e-10)
+        assert abs(np.log(Z) - pb.log_evidence) < 1e-7
+
+
+def test_single_temperature_is_importance_sampling(seed):
+    "betas = [0, 1]: the same random stream gives importance sampling from the prior, weight for weight."
+    pb = mixture_evidence_problem(dim=3)
+
+    class Prior:
+        def rvs(self, size, random_state): return pb.prior_sample(random_state, size)
+        def logpdf(self, x): return pb.log_prior(x)
+
+    for n_mcmc in (0, 2):     # moves after the last (only) reweighting do not change the weights
+        r = ais(pb.log_prior, pb.log_lik, pb.prior_sample, 400, betas=[0.0, 1.0], n_mcmc=n_mcmc, rng=seed(1))
+        q = importance_sample(lambda x: pb.log_prior(x) + pb.log_lik(x), Prior(), 400, rng=seed(1))
+        assert np.allclose(r.log_weights, q.log_weights, rtol=0, atol=1e-10)
+        assert abs(r.log_evidence - q.log_evidence) < 1e-10 and abs(r.ess - q.ess) < 1e-6
+        assert abs(r.log_evidence_stderr - q.log_evidence_stderr) < 1e-10
+
+
+@pytest.fixture(scope="module")
+def replicates(seed):
+    "R = 30 independent AIS runs (N = 200, T = 64) on the d = 2 and d = 4 mixture problems."
+    out = {}
+    for d in (2, 4):
+        pb = mixture_evidence_problem(dim=d)
+        le = np.array([ais(*pb[:3], 200, n_temps=64, n_mcmc=2, scale=0.5, rng=seed(100 * d + k)).log_evidence
+                       for k in range(30)])
+        out[d] = (le, pb.log_evidence)
+    return out
+
+
+def test_log_evidence_matches_exact(replicates):
+    "Mean of log Z_hat over 30 runs against the exact log Z, d = 2 and 4."
+    for d, (le, exact) in replicates.items():
+        R = le.size
+        k = t_bound(R, 1e-6 / 2)   # 2 comparisons, family-wise false alarm 1e-6
+        # E log Z_hat = log Z - Var(log Z_hat) / 2 + O(Var^2): the sample variance is the allowance
+        assert abs(le.mean() - exact) < k * le.std(ddof=1) / np.sqrt(R) + le.var(ddof=1) / 2, (d, le.mean(), exact)
+
+
+def test_evidence_estimate_is_unbiased(replicates):
+    "E[Z_hat / Z] = 1: the mean over 30 runs of Z_hat / Z against 1 (t test), d = 2 and 4."
+    for d, (le, exact) in replicates.items():
+        ratio = np.exp(le - exact)
+        R = ratio.size
+        # 2 comparisons at family-wise false alarm 1e-6; Z_hat / Z has relative sd 0.1-0.3 here, so its mean over 30
+        # runs is close to normal (the t statistic of a mildly skewed variable stays within this bound)
+        k = t_bound(R, 1e-6 / 2)
+        assert abs(ratio.mean() - 1) < k * ratio.std(ddof=1) / np.sqrt(R), (d, ratio.mean(), ratio.std(ddof=1))
+
+
+def test_more_temperatures_reduce_variance(seed):
+    "Variance of log Z_hat at T = 1 against T = 128 (d = 3, N = 100, 16 runs each)."
+    st = ais_temperature_study(n_temps=(1, 128), n_particles=100, n_reps=16, rng=seed(7))
+    v = st.log_evidence.var(axis=1, ddof=1)
+    # measured ratio v(1) / v(128) about 20; if the true ratio is at least 4, the sample ratio falls below 1 with
+    # probability P(F(15, 15) > 4) < 0.005, and at the measured ratio with probability < 1e-7
+    assert v[1] < v[0], v
+    # and the final weights' ESS grows (means of 16 runs: about 2 vs 40 particles; 3x is below 5 standard errors)
+    assert st.ess[1].mean() > 3 * st.ess[0].mean(), st.ess.mean(axis=1)
+    assert np.all(np.abs(st.log_evidence.mean(1) - st.exact) < t_bound(16, 1e-6 / 2) * st.log_evidence.std(1, ddof=1)
+                  / 4 + st.log_evidence.var(1, ddof=1) / 2)   # 2 comparisons, false alarm 1e-6
+
+
+def test_posterior_mode_probabilities(seed):
+    "Weighted AIS particles give the posterior mode probabilities, known exactly (d = 2, modes far apart)."
+    pb = mixture_evidence_problem(dim=2)
+    v = 3.0 ** 2 + 0.5 ** 2
+    logm = np.log([0.5, 0.3, 0.2]) - 0.5 * np.sum(pb.means ** 2, 1) / v     # p(mode k | data), unnormalised
+    exact = np.exp(logm - logm.max()); exact /= exact.sum()
+    R, est = 20, []
+    for k in range(R):
+        r = ais(*pb[:3], 300, n_temps=64, n_mcmc=2, scale=0.5, rng=seed(500 + k))
+        W = np.exp(r.log_weights - r.log_weights.max()); W /= W.sum()
+        lab = np.argmin(((r.particles[:, None, :] - pb.means) ** 2).sum(-1), axis=1)
+        est.append([W[lab == j].sum() for j in range(3)])
+    est = np.array(est)
+    # self-normalised estimates: O(1/N) bias, negligible at N = 300 against their sd; 3 comparisons at 1e-6 in all
+    kk = t_bound(R, 1e-6 / 3)
+    assert np.all(np.abs(est.mean(0) - exact) < kk * est.std(0, ddof=1) / np.sqrt(R)), (est.mean(0), exact)
+
+
+def test_bad_inputs():
+    "Bad schedules, counts and callables raise ValueError naming the argument."
+    pb = mixture_evidence_problem(dim=2)
+    good = dict(log_prior=pb.log_prior, log_lik=pb.log_lik, prior_sample=pb.prior_sample, n_particles=50)
+    for bad, name in ((dict(betas=[0.0, 0.5]), "betas"), (dict(betas=[0.1, 1.0]), "betas"),
+                      (dict(betas=[0.0, 0.7, 0.3, 1.0]), "betas"), (dict(betas=[0.0, np.nan, 1.0]), "betas"),
+                      (dict(n_temps=0), "n_temps"), (dict(n_particles=1), "n_particles"),
+                      (dict(n_mcmc=-1), "n_mcmc"), (dict(scale=-1.0), "scale"), (dict(log_lik=3), "log_lik"),
+                      (dict(prior_sample=lambda rng, N: np.zeros((N + 1, 2))), "prior_sample"),
+                      (dict(log_lik=lambda x: np.zeros(3)), "log_lik")):
+        with pytest.raises(ValueError, match=name):
+            ais(**{"n_temps": 3, **good, **bad})
+    for bad, name in ((dict(dim=0), "dim"), (dict(prior_sd=0.0), "prior_sd"), (dict(weights=(0.5, -1.0)), "weights"),
+                      (dict(weights=(1, 1, 1, 1)), "weights")):
+        with pytest.raises(ValueError, match=name):
+            mixture_evidence_problem(**bad)
