@@ -34,7 +34,8 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'NUTS_
            'fig_vadam_variance', 'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison',
            'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
            'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
-           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'load_diabetes_data',
+           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'tempered_regression_model',
+           'psgld_regression', 'TemperatureCurve', 'cold_posterior_curve', 'fig_cold_posterior', 'load_diabetes_data',
            'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'cinelli_methods', 'save_benchmark',
            'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
 
@@ -1226,6 +1227,11 @@ def regression_target(X,           # inputs, shape (N, d)
         return anp.sum(_gauss_loglik(y, f, np.log(noise_std)), axis=-1) - 0.5 * anp.sum(eta ** 2, axis=-1)
     return Target(logp, prior_std.size, name="BNN regression (whitened)", batched=True)
 
+def _ensemble_start(X, y, rng, n_chains, hidden, noise_std, shared):
+    "Starting weights (n_chains, P) for a sampler: members of an anchored ensemble (approximate posterior draws)."
+    return deep_ensemble(X, y, rng=rng, n_members=n_chains, hidden=hidden, noise_std=noise_std, **shared,
+                         anchored=True, n_iter=500, lr=2e-2).params
+
 @shares_parameters(fit_map, ("activation", "weight_scale", "bias_scale"))
 def nuts_regression(X,                    # inputs, shape (N, d)
                     y,                    # targets, shape (N,)
@@ -1247,9 +1253,7 @@ def nuts_regression(X,                    # inputs, shape (N, d)
     s = _setup(X, y, hidden, noise_std=noise_std, **shared)
     X, y, sizes, prior_std, noise_std = s.X, s.y, s.sizes, s.prior_std, s.noise_std
     rng = as_rng(rng)
-    if init is None:
-        init = deep_ensemble(X, y, rng=rng, n_members=n_chains, hidden=hidden, noise_std=noise_std, **shared,
-                             anchored=True, n_iter=500, lr=2e-2).params
+    if init is None: init = _ensemble_start(X, y, rng, n_chains, hidden, noise_std, shared)
     init = check_shape("init", check_finite("init", init), (n_chains, prior_std.size))
     target = regression_target(X, y, sizes, s.activation, prior_std, noise_std)
     with blas_threads():
@@ -1374,6 +1378,96 @@ def save_nuts_reference(fit:SamplesFit, # a reference run (`nuts_reference(recom
                         accept_prob=np.asarray(run.stats.accept_prob, np.float32),
                         step_size=np.asarray(run.step_size, float), inv_mass=np.asarray(run.inv_mass, float),
                         provenance=np.array(json.dumps(provenance, sort_keys=True)))
+
+# %% ../nbs/07_bnn.ipynb #64b89689
+def tempered_regression_model(X,                      # inputs, shape (N, d)
+                              y,                      # targets, shape (N,)
+                              sizes,                  # layer widths (d, h_1, ..., 1)
+                              activation,             # nonlinearity
+                              prior_std,              # prior sd of every parameter (P,)
+                              noise_std,              # fixed observation noise sd
+                              temperature:float=1.0,  # T: the model is p(eta | D)^(1/T)
+                             ):
+    """The tempered BNN posterior p(eta | D)^(1/T) in whitened weights eta = theta / prior_std, as a
+    `bayesnotes.sgmcmc.MinibatchModel` (log prior and per-example log likelihoods, each divided by T)."""
+    from bayesnotes.sgmcmc import MinibatchModel
+    X, y = _check_Xy(X, y)
+    T, log_noise = float(check_positive("temperature", temperature)), np.log(check_positive("noise_std", noise_std))
+    def log_prior(eta): return -0.5 * anp.sum(eta ** 2, axis=-1) / T
+    def log_lik(eta, Xb, yb): return _gauss_loglik(yb, mlp_apply(eta * prior_std, Xb, sizes, activation)[..., 0], log_noise) / T
+    return MinibatchModel(log_prior, log_lik, (X, y), prior_std.size, name=f"BNN regression at T = {T:g}")
+
+@shares_parameters(fit_map, ("activation", "weight_scale", "bias_scale"))
+def psgld_regression(X,                     # inputs, shape (N, d)
+                     y,                     # targets, shape (N,)
+                     rng=None,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                     hidden=(10,),          # hidden layer widths
+                     noise_std:float=0.3,   # fixed noise sd
+                     temperature:float=1.0, # T: sample p(theta | D)^(1/T) (T < 1: a cold posterior)
+                     step_size:float=1e-3,  # pSGLD step (on the whitened weights)
+                     lam:float=0.1,         # lambda of the preconditioner 1 / (lam + sqrt(V)), so G <= 1 / lam (see the text)
+                     alpha:float=0.99,      # memory of the preconditioner's running average; 1 freezes it at the start
+                     batch_size=None,       # minibatch size; None: the full data (preconditioned unadjusted Langevin)
+                     n_chains:int=8,        # chains, run together
+                     n_warmup:int=1000,     # updates discarded per chain
+                     n_draws:int=100,       # draws kept per chain
+                     thin:int=10,           # updates per kept draw
+                     init=None,             # starting weights (n_chains, P); default: anchored-ensemble members
+                     progress:bool=False,   # show a progress bar
+                     **shared,              # the prior's settings, as in `fit_map`
+                    ) -> SamplesFit:
+    """Preconditioned SGLD (`bayesnotes.sgmcmc.psgld`) on the tempered posterior p(theta | D)^(1/T)
+    (`tempered_regression_model`), in whitened weights as `nuts_regression`; draws (chain, draw, P) of theta."""
+    from bayesnotes.sgmcmc import psgld
+    if noise_std is None: raise ValueError("noise_std must be a fixed positive number for psgld_regression")
+    s = _setup(X, y, hidden, noise_std=noise_std, **shared)
+    X, y, prior_std = s.X, s.y, s.prior_std
+    model = tempered_regression_model(X, y, s.sizes, s.activation, prior_std, s.noise_std, temperature)
+    rng = as_rng(rng)
+    if init is None: init = _ensemble_start(X, y, rng, n_chains, hidden, s.noise_std, shared)
+    init = check_shape("init", check_finite("init", init), (n_chains, prior_std.size))
+    with blas_threads():
+        res = psgld(model, step_size=step_size, lam=lam, alpha=alpha, batch_size=batch_size, x0=init / prior_std,
+                    n_draws=n_draws, n_chains=n_chains, n_warmup=n_warmup, thin=thin, rng=rng, progress=progress)
+    return SamplesFit(res.draws * prior_std, res, sizes=s.sizes, activation=s.activation, prior_std=prior_std,
+                      noise_std=s.noise_std, trace=None, method=f"pSGLD (T = {float(temperature):g})")
+
+class TemperatureCurve(NamedTuple):
+    "Test log predictive density of the tempered toy posterior, by temperature."
+    temperatures: np.ndarray  # temperatures T
+    loglik: np.ndarray        # (len(T), n_runs) test log-likelihood of each pSGLD run
+    reference: float          # the NUTS reference's test log-likelihood (T = 1)
+
+def cold_posterior_curve(temperatures=(0.1, 0.3, 1.0, 3.0), # temperatures T
+                         n_runs:int=2,       # independent pSGLD runs per temperature
+                         n_test:int=1000,    # test points from the data range
+                         rng=0,              # random generator or seed (SPEC 7): test data and runs
+                        ) -> TemperatureCurve:
+    """pSGLD on p(theta | D)^(1/T) for the 10-unit toy network on 20 points (the NUTS reference's problem), scored by the
+    test log predictive density on fresh points from the data range, next to the stored NUTS reference at T = 1."""
+    temps = np.array([check_positive("temperatures", t) for t in np.atleast_1d(temperatures)], float)
+    n_runs = check_count("n_runs", n_runs)
+    X, y, model = _toy_reference_problem()
+    Xt, yt = toy_regression_data(check_count("n_test", n_test), rng=spawn_rng(rng, 1))
+    ll = np.array([[predictive_log_likelihood(yt, psgld_regression(
+        X, y, rng=spawn_rng(rng, 2 + r + n_runs * k), temperature=T, **model).predict(Xt, 800, rng=0))
+        for r in range(n_runs)] for k, T in enumerate(temps)])
+    return TemperatureCurve(temps, ll, predictive_log_likelihood(yt, nuts_reference().predict(Xt, 2000, rng=0)))
+
+def fig_cold_posterior(curve:TemperatureCurve=None, # output of `cold_posterior_curve` (None: run it with rng=0)
+                      ):
+    "Test log-likelihood of pSGLD on the tempered toy posterior against T, with the NUTS reference at T = 1."
+    c = cold_posterior_curve() if curve is None else curve
+    fig, ax = new_figure(width=6, height=3.8)
+    for r in range(c.loglik.shape[1]):
+        ax.semilogx(c.temperatures, c.loglik[:, r], "o-", color=COLORS[0], alpha=0.8,
+                    label="pSGLD runs" if r == 0 else None)
+    ax.semilogx([1.], [c.reference], "*", color="k", ms=12, label="NUTS reference (T = 1)")
+    ax.axvline(1., color="0.7", lw=0.8, ls=":")
+    ax.set(xlabel="temperature $T$ (posterior $p(\\theta\\mid D)^{1/T}$)", ylabel="test log-likelihood per point",
+           title="tempered posteriors, toy network (10 units, 20 points)")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
 
 # %% ../nbs/07_bnn.ipynb #fd728557
 def load_diabetes_data() -> tuple:
