@@ -1212,6 +1212,10 @@ class SamplesFit(RegressionFit):
         from bayesnotes.diagnostics import rhat
         return np.asarray(rhat(self.function_draws(X)))
 
+def _whitened_loglik(eta, X, y, sizes, activation, prior_std, noise_std):
+    "Per-example log likelihoods, shape (..., N), of the BNN regression at whitened weights eta = theta / prior_std (..., P)."
+    return _gauss_loglik(y, mlp_apply(eta * prior_std, X, sizes, activation)[..., 0], np.log(noise_std))
+
 def regression_target(X,           # inputs, shape (N, d)
                       y,           # targets, shape (N,)
                       sizes,       # layer widths (d, h_1, ..., 1)
@@ -1223,8 +1227,7 @@ def regression_target(X,           # inputs, shape (N, d)
     from bayesnotes.targets import Target
     X, y = _check_Xy(X, y)
     def logp(eta):
-        f = mlp_apply(eta * prior_std, X, sizes, activation)[..., 0]
-        return anp.sum(_gauss_loglik(y, f, np.log(noise_std)), axis=-1) - 0.5 * anp.sum(eta ** 2, axis=-1)
+        return anp.sum(_whitened_loglik(eta, X, y, sizes, activation, prior_std, noise_std), axis=-1) - 0.5 * anp.sum(eta ** 2, axis=-1)
     return Target(logp, prior_std.size, name="BNN regression (whitened)", batched=True)
 
 def _ensemble_start(X, y, rng, n_chains, hidden, noise_std, shared):
@@ -1380,49 +1383,43 @@ def save_nuts_reference(fit:SamplesFit, # a reference run (`nuts_reference(recom
                         provenance=np.array(json.dumps(provenance, sort_keys=True)))
 
 # %% ../nbs/07_bnn.ipynb #64b89689
-def tempered_regression_model(X,                      # inputs, shape (N, d)
-                              y,                      # targets, shape (N,)
-                              sizes,                  # layer widths (d, h_1, ..., 1)
-                              activation,             # nonlinearity
-                              prior_std,              # prior sd of every parameter (P,)
-                              noise_std,              # fixed observation noise sd
-                              temperature:float=1.0,  # T: the model is p(eta | D)^(1/T)
+@shares_parameters(regression_target, ("X", "y", "sizes", "activation", "prior_std", "noise_std"))
+def tempered_regression_model(temperature:float=1.0,  # T: the model is p(eta | D)^(1/T)
+                              **target,               # the problem, as in `regression_target` (keywords)
                              ):
     """The tempered BNN posterior p(eta | D)^(1/T) in whitened weights eta = theta / prior_std, as a
     `bayesnotes.sgmcmc.MinibatchModel` (log prior and per-example log likelihoods, each divided by T)."""
     from bayesnotes.sgmcmc import MinibatchModel
-    X, y = _check_Xy(X, y)
-    T, log_noise = float(check_positive("temperature", temperature)), np.log(check_positive("noise_std", noise_std))
+    X, y = _check_Xy(target.pop("X"), target.pop("y"))
+    T = float(check_positive("temperature", temperature)); check_positive("noise_std", target["noise_std"])
     def log_prior(eta): return -0.5 * anp.sum(eta ** 2, axis=-1) / T
-    def log_lik(eta, Xb, yb): return _gauss_loglik(yb, mlp_apply(eta * prior_std, Xb, sizes, activation)[..., 0], log_noise) / T
-    return MinibatchModel(log_prior, log_lik, (X, y), prior_std.size, name=f"BNN regression at T = {T:g}")
+    def log_lik(eta, Xb, yb): return _whitened_loglik(eta, Xb, yb, **target) / T
+    return MinibatchModel(log_prior, log_lik, (X, y), target["prior_std"].size, name=f"BNN regression at T = {T:g}")
 
-@shares_parameters(fit_map, ("activation", "weight_scale", "bias_scale"))
+@shares_parameters(nuts_regression, ("hidden", "noise_std", "n_chains", "n_draws", "init", "progress", "activation",
+                                     "weight_scale", "bias_scale"))
 def psgld_regression(X,                     # inputs, shape (N, d)
                      y,                     # targets, shape (N,)
                      rng=None,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                     hidden=(10,),          # hidden layer widths
-                     noise_std:float=0.3,   # fixed noise sd
                      temperature:float=1.0, # T: sample p(theta | D)^(1/T) (T < 1: a cold posterior)
                      step_size:float=1e-3,  # pSGLD step (on the whitened weights)
                      lam:float=0.1,         # lambda of the preconditioner 1 / (lam + sqrt(V)), so G <= 1 / lam (see the text)
                      alpha:float=0.99,      # memory of the preconditioner's running average; 1 freezes it at the start
                      batch_size=None,       # minibatch size; None: the full data (preconditioned unadjusted Langevin)
-                     n_chains:int=8,        # chains, run together
                      n_warmup:int=1000,     # updates discarded per chain
-                     n_draws:int=100,       # draws kept per chain
                      thin:int=10,           # updates per kept draw
-                     init=None,             # starting weights (n_chains, P); default: anchored-ensemble members
-                     progress:bool=False,   # show a progress bar
-                     **shared,              # the prior's settings, as in `fit_map`
+                     **shared,              # the network, noise, chains, start and prior, as in `nuts_regression`
                     ) -> SamplesFit:
     """Preconditioned SGLD (`bayesnotes.sgmcmc.psgld`) on the tempered posterior p(theta | D)^(1/T)
     (`tempered_regression_model`), in whitened weights as `nuts_regression`; draws (chain, draw, P) of theta."""
     from bayesnotes.sgmcmc import psgld
+    hidden, noise_std, n_chains, n_draws, init, progress = (shared.pop(k) for k in
+                                                            ("hidden", "noise_std", "n_chains", "n_draws", "init", "progress"))
     if noise_std is None: raise ValueError("noise_std must be a fixed positive number for psgld_regression")
     s = _setup(X, y, hidden, noise_std=noise_std, **shared)
     X, y, prior_std = s.X, s.y, s.prior_std
-    model = tempered_regression_model(X, y, s.sizes, s.activation, prior_std, s.noise_std, temperature)
+    model = tempered_regression_model(temperature, X=X, y=y, sizes=s.sizes, activation=s.activation,
+                                      prior_std=prior_std, noise_std=s.noise_std)
     rng = as_rng(rng)
     if init is None: init = _ensemble_start(X, y, rng, n_chains, hidden, s.noise_std, shared)
     init = check_shape("init", check_finite("init", init), (n_chains, prior_std.size))

@@ -257,7 +257,7 @@ def test_psgld_on_a_tempered_linear_posterior_matches_its_exact_stationary_law(l
     P = np.eye(3) + sp[:, None] * (Phi.T @ Phi) * sp[None, :] / 0.16
     m = np.linalg.solve(P, sp * (Phi.T @ y) / 0.16)
     x0 = np.tile(m + 0.3, (64, 1))
-    model = tempered_regression_model(X, y, s.sizes, s.activation, sp, 0.4, T)
+    model = tempered_regression_model(T, X=X, y=y, sizes=s.sizes, activation=s.activation, prior_std=sp, noise_std=0.4)
     G = 1 / (0.1 + np.abs(model._parts(x0[:1], None)[1][0]))       # lam + sqrt(V) with V the squared mean gradient
     h = 1e-3
     A = np.eye(3) - 0.5 * h * G[:, None] * P / T
