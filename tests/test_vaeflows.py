@@ -1,0 +1,140 @@
+"""Tests for bayesnotes.vaeflows: the full-covariance encoder's log density and KL against scipy and core.kl_gauss, the
+amortised planar flow's log-determinant against autograd's Jacobian, its density's normalisation by importance
+sampling, flow length 0 against the plain VAE (same weights), the IWAE/ELBO ordering and the ELBO against quadrature,
+and input validation."""
+import numpy as np
+import pytest
+from scipy import special, stats
+import autograd
+
+from bayesnotes.core import kl_gauss
+from bayesnotes.vae import VAE, digits_data
+from bayesnotes.vaeflows import (FullCovVAE, PlanarVAE, _planar_push, compare_loglik, grid_posterior, make_encoder,
+                                 fig_loglik_vs_flow_length)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return digits_data(0)
+
+
+def _random_model(model, rng, data, shrink=0.5, noise=0.1):
+    "An untrained model with initialised networks, shrunk and perturbed (non-zero biases; well-conditioned encoders)."
+    model._init(64, rng, data.X_train.mean(0))
+    model.params = {k: shrink * p + noise * rng.standard_normal(p.shape) for k, p in model.params.items()}
+    return model
+
+
+@pytest.mark.parametrize("d", [2, 4])
+def test_full_cov_log_q_and_kl_are_exact(data, seed, d):
+    "log q at the reparameterised draws (3) against scipy's multivariate normal, and the KL (4) against kl_gauss."
+    rng = np.random.default_rng(seed(0))
+    m = _random_model(FullCovVAE(d, (16,)), rng, data)
+    X = data.X_test[:10]
+    z, lq = m.posterior_draws(X, 6, rng=seed(1))
+    mu, L = m.encode_full(X)
+    assert np.array_equal(np.triu(L, 1), np.zeros_like(L)) and np.all(np.diagonal(L, axis1=1, axis2=2) > 0)
+    kl = m._draw(m.params, X, np.zeros((1, 10, d)))[2]
+    for i in range(10):
+        S = L[i] @ L[i].T
+        assert np.allclose(lq[:, i], stats.multivariate_normal(mu[i], S).logpdf(z[:, i]), rtol=0, atol=1e-10)
+        assert abs(kl[i] - kl_gauss(mu[i], S, np.zeros(d), np.eye(d))) < 1e-10
+        assert np.allclose(m.encode(X)[1][i], np.sqrt(np.diag(S)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("d,K", [(2, 3), (3, 5)])
+def test_planar_log_det_matches_autograd_jacobian(data, seed, d, K):
+    "sum_k log|1 + u_hat_k^T psi_k| for amortised layers (one set per image) against log|det| of autograd's Jacobian."
+    rng = np.random.default_rng(seed(2))
+    m = _random_model(PlanarVAE(d, (8,), flow_length=K), rng, data, shrink=1., noise=0.5)
+    X = data.X_test[:6]
+    P = m._parts(m.params, X)[2].reshape(6, K, 2 * d + 1)
+    z0 = rng.standard_normal((2, 6, d))
+    zK, ld = _planar_push(P, z0)
+    for s in range(2):
+        for i in range(6):
+            J = autograd.jacobian(lambda z: _planar_push(P[i:i + 1], z[None, None])[0][0, 0])(z0[s, i])
+            sign, logdet = np.linalg.slogdet(J)
+            assert sign > 0 and abs(logdet - ld[s, i]) < 1e-8     # u_hat^T w > -1: orientation-preserving layers
+            assert np.allclose(_planar_push(P[i:i + 1], z0[s:s + 1, i:i + 1])[0][0, 0], zK[s, i], atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [PlanarVAE, FullCovVAE])
+def test_log_q_is_a_normalised_density(data, seed, cls):
+    """E_{z~q}[r(z) / q(z | x)] = 1 for a Gaussian r much narrower than q, centred at the draw of highest q, so that the
+    weights r/q are bounded. 40000 draws per image, 4 images, both classes: 5 standard errors, two-sided,
+    8 comparisons: false alarm < 5e-6 (bounded weights: the normal approximation applies)."""
+    rng = np.random.default_rng(seed(3))
+    kw = dict(flow_length=4) if cls is PlanarVAE else {}
+    m = _random_model(cls(2, (8,), **kw), rng, data, shrink=0.7, noise=0.15)
+    X = data.X_test[:4]
+    z, lq = m.posterior_draws(X, 40_000, rng=seed(4))
+    for i in range(4):
+        c, tau = z[np.argmax(lq[:, i]), i], 0.1 * np.sqrt(np.linalg.eigvalsh(np.cov(z[:, i].T)).min())
+        w = np.exp(stats.multivariate_normal(c, tau ** 2 * np.eye(2)).logpdf(z[:, i]) - lq[:, i])
+        assert abs(w.mean() - 1) < 5 * w.std(ddof=1) / np.sqrt(len(w))
+
+
+def test_flow_length_zero_is_the_vae(data, seed):
+    "PlanarVAE(flow_length=0) has the VAE's sizes, initialisation and objective: training both gives the same weights."
+    a = VAE(2, (8,)).fit(data.X_train, epochs=2, rng=seed(5))
+    b = PlanarVAE(2, (8,), flow_length=0).fit(data.X_train, epochs=2, rng=seed(5))
+    for k in ("enc", "dec"):
+        assert np.array_equal(a.params[k], b.params[k])
+    X, eps = data.X_test[:20], np.random.default_rng(seed(6)).standard_normal((3, 20, 2))
+    assert np.array_equal(np.subtract(*a._elbo_terms(a.params, X, eps)), np.subtract(*b._elbo_terms(b.params, X, eps)))
+    assert np.array_equal(a.log_weights(X, 9, rng=seed(7)), b.log_weights(X, 9, rng=seed(7)))
+
+
+@pytest.fixture(scope="module")
+def trained_pair(data):
+    "Small 2-d models trained briefly (a fixed training seed: the tests below hold for any trained model)."
+    return {name: make_encoder(name, 2, (16,)).fit(data.X_train, epochs=15, rng=0)
+            for name in ("diagonal", "planar K=4", "full covariance")}
+
+
+def test_iwae_above_elbo_below_quadrature(data, seed, trained_pair):
+    """E IWAE_K >= ELBO: paired over 60 images, independent draws, one-sided 5 standard errors; ELBO <= log p(x) by
+    quadrature: 3000 draws of log w on 4 images, one-sided 5 standard errors. 3 models x 2 checks: false alarm < 2e-6."""
+    X = data.X_test[:60]
+    for k, (name, m) in enumerate(trained_pair.items()):
+        lw1, lw2 = m.log_weights(X, 10, rng=seed(10 + k)), m.log_weights(X, 100, rng=seed(20 + k))
+        d = special.logsumexp(lw2, axis=0) - np.log(100) - lw1.mean(0)
+        assert d.mean() > -5 * d.std(ddof=1) / np.sqrt(len(d))
+        gaps, var = [], 0.
+        for i in range(4):
+            lw = m.log_weights(X[i:i + 1], 3000, rng=seed(30 + 4 * k + i))[:, 0]
+            gaps.append(grid_posterior(m, X[i]).log_evidence - lw.mean()); var += lw.var(ddof=1) / len(lw)
+        assert np.mean(gaps) > -5 * np.sqrt(var) / 4
+
+
+def test_compare_loglik_paired_differences(data, seed, trained_pair):
+    "diff is the difference of the means, diff_se the standard error of the per-image differences."
+    c = compare_loglik(trained_pair, data.X_test[:30], K=5, rng=seed(40))
+    D = c.per_image - c.per_image[0]
+    assert c.names == tuple(trained_pair) and c.diff[0] == 0 and c.diff_se[0] == 0
+    assert np.allclose(c.diff, c.mean - c.mean[0]) and np.allclose(c.diff_se, D.std(1, ddof=1) / np.sqrt(30))
+    assert np.all(c.elbo < c.mean + 5.)  # smoke: finite and of the same scale
+
+
+def test_bad_inputs(data, seed, trained_pair):
+    for bad in (-1, 1.5, "2", None):
+        with pytest.raises(ValueError, match="flow_length"): PlanarVAE(2, flow_length=bad)
+    with pytest.raises(ValueError, match="latent_dim"): FullCovVAE(0)
+    with pytest.raises(ValueError, match="name"): make_encoder("planar K=3")
+    with pytest.raises(ValueError, match="not trained"): FullCovVAE(2).log_weights(data.X_test[:3], 5)
+    m = trained_pair["planar K=4"]
+    X = data.X_test[:5]
+    with pytest.raises(ValueError, match="K"): m.log_weights(X, 0)
+    with pytest.raises(ValueError, match="chunk"): m.log_weights(X, 5, chunk=0)
+    with pytest.raises(ValueError, match="n_draws"): m.posterior_draws(X, 0)
+    with pytest.raises(ValueError, match="columns"): m.posterior_draws(X[:, :10], 3)
+    with pytest.raises(ValueError, match="X"): m.log_weights(np.full((2, 64), np.nan), 3)
+    with pytest.raises(ValueError, match="models"): compare_loglik({}, X)
+    with pytest.raises(ValueError, match="center"): grid_posterior(m, X[0], center=(0., 0., 0.))
+    with pytest.raises(ValueError, match="half_width"): grid_posterior(m, X[0], center=(0., 0.), half_width=-1.)
+    with pytest.raises(ValueError, match="n_grid"): grid_posterior(m, X[0], n_grid=1)
+    with pytest.raises(ValueError, match="latent_dim"):
+        grid_posterior(_random_model(FullCovVAE(3, (4,)), np.random.default_rng(seed(50)), data), X[0])
+    with pytest.raises(ValueError, match="comparison"):
+        fig_loglik_vs_flow_length(comparison=compare_loglik(trained_pair, X, K=2, rng=seed(51)))
