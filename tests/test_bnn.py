@@ -268,8 +268,8 @@ def test_psgld_on_a_tempered_linear_posterior_matches_its_exact_stationary_law(l
     v = ((fit.draws / sp - m) ** 2).mean(1)
     t = (v.mean(0) - np.diag(C)) / (v.std(0, ddof=1) / 8)
     assert np.all(np.abs(t) < 6), t
-    # the discretisation bias of the step is small here: C within 10 % of the exact tempered covariance T P^-1
-    assert np.allclose(np.diag(C), T * np.diag(np.linalg.inv(P)), rtol=0.1)
+    # (C is not T P^-1: the unadjusted step adds a bias, 5 % on the diagonal for the data of offset 0 and 16 % for offset 7; the
+    # reference above includes it exactly, so the test does not depend on its size)
 
 
 def test_nuts_target_and_draws_match_exact_linear_posterior(linear_problem, seed):
