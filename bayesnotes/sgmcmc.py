@@ -256,7 +256,7 @@ _RUN_SETTINGS = ["decay", "batch_size", "x0", "n_draws", "n_chains", "n_warmup",
 def psgld(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
           step_size=1e-4,       # step epsilon (a of the decaying schedule): scalar or one per chain
           alpha:float=0.99,     # memory of the running average V of squared mean gradients; 1 freezes V at its start
-          lam:float=1e-5,       # lambda added to sqrt(V), so that the preconditioner stays bounded
+          lam:float=1e-5,       # lambda added to sqrt(V), so G <= 1/lam (Li et al.; too small where a coordinate has no likelihood gradient, e.g. a dead ReLU unit: see the BNN chapter)
           **shared,             # the run settings of `sgld`: decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress
          ) -> SGMCMCResult:
     "Preconditioned SGLD (Li et al. 2016): SGLD scaled by the RMSprop preconditioner G = 1 / (lam + sqrt(V)), without the Gamma term."
