@@ -15,7 +15,7 @@ from .plotting import new_figure, COLORS
 from .targets import Target, as_target, gaussian_target
 from .diagnostics import ess_bulk
 from .montecarlo import _check_proposal, _propose
-from .mcmc import _batch_fns, mh_transition_matrix
+from .mcmc import _batch_fns, mh_transition_matrix, mixture_target
 
 # %% auto #0
 __all__ = ['TAIL_PROPOSALS', 'TWO_MODES', 'MWG_SDS', 'independence_transition_matrix', 'independence_eigenvalues', 'MHResult',
@@ -212,13 +212,9 @@ def mixture_mh(target,               # a `Target`, or a log density of one point
 TWO_MODES = dict(means=(-10.0, 10.0), sd=1.0)
 
 def two_mode_target() -> Target:
-    "Equal mixture of N(-10, 1) and N(10, 1) as a batched 1-d `Target` (mean 0, variance 101)."
-    m, s = np.array(TWO_MODES["means"]), TWO_MODES["sd"]
-    def logp(x):
-        a = -0.5 * ((x[..., :1] - m) / s) ** 2 - np.log(s * np.sqrt(2 * np.pi)) + np.log(0.5)
-        hi = np.max(a, axis=-1)
-        return hi + np.log(np.sum(np.exp(a - hi[..., None]), axis=-1))
-    return Target(logp, 1, name="two narrow modes", mean=[0.0], cov=[[100.0 + s ** 2]], batched=True)
+    "Equal mixture of N(-10, 1) and N(10, 1) as a batched 1-d `Target` (mean 0, variance 101): `mcmc.mixture_target`."
+    s = TWO_MODES["sd"]
+    return mixture_target(TWO_MODES["means"], (s, s), (0.5, 0.5))
 
 class KernelComparison(NamedTuple):
     "Runs of three samplers on `two_mode_target`."
