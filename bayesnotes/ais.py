@@ -10,7 +10,7 @@ import numpy as np
 from scipy import stats
 
 from .utils import as_rng, check_count, check_finite, check_positive, spawn_rng, track
-from .core import log_normalize
+from .core import ess, log_mean_exp
 from .plotting import new_figure, COLORS
 from .smc import _check_logpdf, _check_sampler_args, _prior_particles, _rw_moves
 
@@ -64,9 +64,8 @@ def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalis
         acc.append(a)
         if n_mcmc:
             ll = _check_logpdf(log_lik(x), N, "log_lik")
-    W, lse = log_normalize(logw)                                # raises if every weight is zero
-    se = float(np.sqrt(np.sum((N * W - 1.0) ** 2) / (N - 1) / N))
-    return AISResult(lse - np.log(N), se, float(1.0 / np.sum(W ** 2)), logw, x, b, np.array(acc))
+    log_z, se = log_mean_exp(logw)                             # raises if every weight is zero
+    return AISResult(log_z, se, ess(logw), logw, x, b, np.array(acc))
 
 # %% ../nbs/03b_ais.ipynb #1dec070e
 class EvidenceProblem(NamedTuple):

@@ -20,8 +20,8 @@ from .plotting import COLORS, new_figure, regenerate_figures
 
 
 # %% auto #0
-__all__ = ['log_normalize', 'ess', 'mvn_logpdf', 'mvn_sample', 'kl_gauss', 'kl_mc', 'fig_kl_gaussians', 'value_and_grad',
-           'beta_binomial_update', 'NormalGamma', 'normal_gamma_update', 'normal_gamma_log_evidence',
+__all__ = ['log_normalize', 'ess', 'log_mean_exp', 'mvn_logpdf', 'mvn_sample', 'kl_gauss', 'kl_mc', 'fig_kl_gaussians',
+           'value_and_grad', 'beta_binomial_update', 'NormalGamma', 'normal_gamma_update', 'normal_gamma_log_evidence',
            'fig_beta_binomial', 'Adam', 'adam', 'fig_gaussian_samples']
 
 # %% ../nbs/00_core.ipynb #e29d417e
@@ -45,6 +45,15 @@ def ess(logw, # unnormalised log weights, shape (n,)
     "Effective sample size (sum w)^2 / sum w^2 of log weights `logw`."
     W, _ = log_normalize(logw)
     return float(1.0 / np.sum(W**2))
+
+def log_mean_exp(logw, # log values, shape (n,), n >= 2: e.g. log importance weights
+                ) -> tuple:
+    """log of the mean of exp(logw), computed stably, and its delta-method standard error sd(w) / (sqrt(n) mean(w)),
+    the relative standard error of the mean of w: (value, stderr). The evidence estimate of importance sampling."""
+    W, lse = log_normalize(logw)
+    n = W.size
+    if n < 2: raise ValueError("logw needs at least two values for a standard error")
+    return float(lse - np.log(n)), float(np.sqrt(np.sum((n * W - 1.0) ** 2) / (n - 1) / n))
 
 # %% ../nbs/00_core.ipynb #02b48102
 def _mean_chol(mean, cov):

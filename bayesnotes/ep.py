@@ -21,7 +21,7 @@ from scipy import linalg, optimize, special, stats
 
 from .plotting import COLORS, new_figure
 from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, shares_parameters, track
-from .core import ess, kl_gauss, log_normalize, mvn_logpdf
+from .core import ess, kl_gauss, log_mean_exp, log_normalize, mvn_logpdf
 from .datasets import load_breast_cancer
 
 # %% ../nbs/02_ep.ipynb #ed321f22
@@ -1053,10 +1053,9 @@ def importance_reference(X,                  # design matrix, shape (n, d)
             lw = (mvn_logpdf(th, np.zeros(d), S0) + _loglink(link, (th @ X.T) * ys).sum(1) - t.logpdf(th))
             thetas.append(th); logws.append(lw)
     th, lw = np.concatenate(thetas), np.concatenate(logws)
-    W, lse = log_normalize(lw)
+    W, _ = log_normalize(lw)
     mean = W @ th; r = th - mean
-    w = np.exp(lw - lw.max())
-    return ISReference(mean, (W * r.T) @ r, float(lse - np.log(len(lw))), float(w.std() / (w.mean() * np.sqrt(len(w)))),
+    return ISReference(mean, (W * r.T) @ r, *log_mean_exp(lw),
                        np.sqrt(W**2 @ r**2), ess(lw))
 
 # %% ../nbs/02_ep.ipynb #9a75001d

@@ -10,7 +10,7 @@ import numpy as np
 from scipy import integrate, special, stats
 
 from .utils import as_rng, check_count, check_finite, check_positive, check_shape, cache_seeded
-from .core import mvn_logpdf
+from .core import log_mean_exp, mvn_logpdf
 from .targets import Target
 from .plotting import COLORS, new_figure
 from .vi import (Estimate, MeanFieldGaussian, advi, iwae_bound, _check_family, _logp_values, _make_family,
@@ -103,12 +103,6 @@ def _check_order(n):
         raise ValueError(f"n must be > 1 (CUBO_1 is log p(x) itself, with no gradient), got {n!r}")
     return n
 
-def _log_mean_exp(a):
-    "log mean exp(a) of a sample and the delta-method standard error of it: (value, stderr)."
-    c = a.max()
-    e = np.exp(a - c)
-    return c + np.log(e.mean()), e.std(ddof=1) / (np.sqrt(a.size) * e.mean())
-
 def cubo(logp,            # log joint: autograd function of z (dim,) or a `Target`
          q,               # variational family instance (`MeanFieldGaussian`, `FullRankGaussian`)
          n:float=2.,      # order n > 1 of the bound
@@ -119,7 +113,7 @@ def cubo(logp,            # log joint: autograd function of z (dim,) or a `Targe
     q = _check_family(q)
     t, n, S, rng = _target(logp, q.dim), _check_order(n), check_count("n_mc", n_mc, 2), as_rng(rng)
     Z = q.sample(S, rng=rng)
-    value, se = _log_mean_exp(n * (_logp_values(t, Z) - np.asarray(q.log_prob(Z), float)))
+    value, se = log_mean_exp(n * (_logp_values(t, Z) - np.asarray(q.log_prob(Z), float)))
     return Estimate(float(value / n), float(se / n))
 
 def eubo(logp,   # log joint: autograd function of z (dim,) or a `Target`
