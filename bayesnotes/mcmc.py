@@ -118,10 +118,11 @@ class Kernel(NamedTuple):
 _LP, _VG = 0, 1   # request kinds: log density only, or log density and gradient
 
 def _batch_fns(target):
-    "(logdensity_batch, value_and_grad_batch) for a Target: rows (n, dim) -> (n,) and (n,), (n, dim). NaN -> -inf."
+    """(logdensity_batch, value_and_grad_batch) for a Target: rows (n, dim) -> (n,) and (n,), (n, dim). NaN -> -inf.
+    Gradients by autograd are replayed from a tape recorded once for this run (`Target.taped`)."""
+    target = target.taped()
     def _clean(v):
-        v = np.asarray(v, dtype=float)
-        return np.where(np.isnan(v), -np.inf, v)
+        return np.fmax(np.asarray(v, dtype=float), -np.inf)      # fmax(nan, -inf) = -inf; one ufunc call
     if hasattr(target, "logdensity_batch"):
         lp = lambda X: _clean(target.logdensity_batch(X))
     elif getattr(target, "batched", False):
@@ -159,7 +160,7 @@ def run_programs(programs,         # list of generators, one per chain
             ids = [i for i, (k, _) in pending.items() if k == kind]
             if not ids:
                 continue
-            X = np.stack([pending[i][1] for i in ids])
+            X = np.array([pending[i][1] for i in ids])
             if kind == _VG:
                 vals, grads = vg_b(X)
                 for j, i in enumerate(ids):
@@ -350,7 +351,7 @@ MAX_ENERGY_ERROR = 1000.0   # Stan's threshold for flagging a divergent trajecto
 
 def _energy(lp, p, v):
     "Hamiltonian H = -log p(x) + p.v / 2 from the log density, the momentum p and the velocity v = M^-1 p (nan -> inf)."
-    h = -lp + 0.5 * float(np.dot(v, p))
+    h = -lp + 0.5 * float(v.dot(p))
     return math.inf if math.isnan(h) else h
 
 def hmc(target,            # a `Target`, or an autograd log density with `dim`
@@ -525,7 +526,7 @@ class _Tally(NamedTuple):
 
 def _no_u_turn(v_a, v_b, rho):
     "Generalised no-U-turn criterion (Betancourt 2017): True while both end velocities still point along rho."
-    return float(np.dot(v_a, rho)) > 0 and float(np.dot(v_b, rho)) > 0
+    return v_a.dot(rho) > 0 and v_b.dot(rho) > 0
 
 def _logaddexp(a, b):
     "log(e^a + e^b) for two floats: numpy's formula and libm calls (bit-identical to np.logaddexp), without array overhead."
@@ -547,14 +548,14 @@ def _merge(rng, older, newer, forward):
     "Inside a subtree: join two adjacent valid halves of equal size (`newer` built after `older`, in direction `forward`)."
     log_w = _logaddexp(older.log_w, newer.log_w)
     # uniform progressive sampling: the newer half's candidate wins with probability W_newer / W
-    proposal = newer.proposal if rng.uniform() < math.exp(newer.log_w - log_w) else older.proposal
+    proposal = newer.proposal if rng.random() < math.exp(newer.log_w - log_w) else older.proposal
     left, right = (older, newer) if forward else (newer, older)
     return _join(left, right, proposal, log_w, older.depth + 1)
 
 def _extend(rng, trajectory, subtree, forward):
     "Doubling: join a valid new subtree to the trajectory on its `forward` (or backward) side."
     # biased progressive sampling: the subtree's candidate wins with probability min(1, W_new / W_old)
-    if subtree.log_w > trajectory.log_w or rng.uniform() < math.exp(subtree.log_w - trajectory.log_w):
+    if subtree.log_w > trajectory.log_w or rng.random() < math.exp(subtree.log_w - trajectory.log_w):
         proposal = subtree.proposal
     else:
         proposal = trajectory.proposal
@@ -605,7 +606,7 @@ def _nuts_program(step_size, inv_mass, max_depth):
         trajectory = Trajectory(start, start, start, 0.0, p0.copy(), 0, False, False)   # weight exp(H0 - H0) = 1
         tally = _Tally(0, 0.0)
         while trajectory.depth < max_depth and not trajectory.turning:
-            forward = rng.uniform() > 0.5                 # double forwards in time from the right end, or backwards
+            forward = rng.random() > 0.5                  # double forwards in time from the right end, or backwards
             subtree, tally = yield from _build_tree(rng, trajectory.depth,
                                                     trajectory.right if forward else trajectory.left,
                                                     step_size if forward else -step_size, m, h0, tally)
@@ -631,7 +632,6 @@ def nuts(target,           # a `Target`, or an autograd log density with `dim`
     def make_program(step_size, inv_mass):
         return _nuts_program(step_size, inv_mass, max_depth)
     return _make_kernel("nuts", target, True, make_program, dict(step_size=step_size, inv_mass=inv_mass))
-
 
 # %% ../nbs/04_mcmc.ipynb #fb05ae52
 def slice_sampler(target,           # a `Target`, or a log density of one point with `dim`

@@ -4,6 +4,9 @@
 
 # %% ../nbs/00b_targets.ipynb #e1ed8983
 from __future__ import annotations
+import warnings
+from contextlib import contextmanager
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -11,6 +14,14 @@ from scipy import linalg, special, stats
 import autograd
 import autograd.numpy as anp
 from autograd import make_vjp
+try:   # the autograd internals the tape records and replays with (each checked in tests/test_tape.py)
+    from autograd.core import VJPNode, add_outgrads, primitive_vjps, sparse_object_types
+    from autograd.numpy.numpy_boxes import ArrayBox
+    from autograd.tracer import Node, notrace_primitives, trace
+    from autograd.util import toposort
+    _TAPE_INTERNALS = True
+except ImportError:    # an autograd without them: every target keeps plain autograd (`Target.taped` returns it)
+    Node, _TAPE_INTERNALS = object, False
 
 from .utils import check_count, check_finite, check_positive, check_shape, check_spd
 from .core import value_and_grad
@@ -18,8 +29,8 @@ from .datasets import load_breast_cancer, load_iris_2d
 from .plotting import new_figure, regenerate_figures
 
 # %% auto #0
-__all__ = ['Target', 'as_target', 'correlated_gaussian', 'gaussian_target', 'banana', 'funnel', 'logistic_regression',
-           'breast_cancer_logistic', 'fig_targets']
+__all__ = ['Target', 'as_target', 'Untraceable', 'Tape', 'correlated_gaussian', 'gaussian_target', 'banana', 'funnel',
+           'logistic_regression', 'breast_cancer_logistic', 'fig_targets']
 
 # %% ../nbs/00b_targets.ipynb #5f99b502
 class Target:
@@ -34,6 +45,8 @@ class Target:
                  batched:bool=False,  # logdensity also maps (n, dim) -> (n,)
                  vg_batch:Callable=None, # X (n, dim) -> (values (n,), gradients (n, dim)) in closed form (plain
                                          # numpy, for the library's own models); autograd is used when None
+                tape:bool=True,      # let samplers replay autograd's graph from a `Tape` recorded once per run
+                                     # (`taped`); False: a fresh autograd trace on every call
                 ):
         if not callable(logdensity):
             raise ValueError("logdensity must be callable")
@@ -42,7 +55,7 @@ class Target:
         self.cov = None if cov is None else check_shape("cov", np.asarray(cov, float), (self.dim, self.dim))
         if vg_batch is not None and not callable(vg_batch):
             raise ValueError("vg_batch must be callable (or None)")
-        self._grad, self._vg_batch = grad, vg_batch
+        self._grad, self._vg_batch, self.tape, self._replay = grad, vg_batch, bool(tape), None
         self._vg = autograd.value_and_grad(logdensity) if grad is None else None
 
     @property
@@ -53,7 +66,18 @@ class Target:
     def with_autograd(self):
         "The same target with gradients from autograd (drops `vg_batch`): for checks and benchmarks."
         return Target(self._logp, self.dim, grad=self._grad, name=self.name, mean=self.mean, cov=self.cov,
-                      batched=self.batched)
+                      batched=self.batched, tape=self.tape)
+
+    def taped(self) -> "Target":
+        """This target for one sampler run, with autograd's gradients replayed from a `Tape` recorded once per input
+        shape (and checked against autograd now and then). Targets with closed-form or user gradients, or built with
+        `tape=False`, are returned as they are. The log density must not change during the run."""
+        if (self._vg_batch is not None or self._grad is not None or not self.tape or self._replay is not None
+                or not _TAPE_INTERNALS):
+            return self
+        t = Target(self._logp, self.dim, name=self.name, mean=self.mean, cov=self.cov, batched=self.batched)
+        t._replay = _Replay(self._logp)
+        return t
 
     @property
     def fn(self):
@@ -76,7 +100,7 @@ class Target:
             return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
         if self._grad is not None:
             return float(self._logp(x)), np.asarray(self._grad(x), dtype=float)
-        v, g = self._vg(x)
+        v, g = (self._replay or self._vg)(x)
         return float(v), np.asarray(g, dtype=float)
 
     def grad(self,
@@ -106,8 +130,8 @@ class Target:
             return np.asarray(v, dtype=float).reshape(X.shape[:-1]), np.asarray(g, dtype=float).reshape(X.shape)
         if self.batched and self._grad is None:
             # one forward pass: the vector-Jacobian product with a vector of ones gives every row's gradient
-            vjp, vals = make_vjp(self._logp)(X)
-            return np.asarray(vals, dtype=float), np.asarray(vjp(np.ones(np.shape(vals))), dtype=float)
+            vals, grads = (self._replay or partial(_autograd_ones, self._logp))(X)
+            return np.asarray(vals, dtype=float), np.asarray(grads, dtype=float)
         out = [self.value_and_grad(x) for x in X]
         return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(X.shape)
 
@@ -143,6 +167,225 @@ def as_target(target,        # a `Target`, or a log density of one point (dim,) 
         raise ValueError(f"dim is required when {name} is a plain function (or pass a Target)")
     return Target(target, dim)
 
+# %% ../nbs/00b_targets.ipynb #tape-code
+class Untraceable(Exception):
+    "A log density that cannot be recorded once and replayed: its Python control flow reads traced values, a primitive has no VJP, or the output does not depend on the input."
+
+class _Recorded(Node):
+    "An autograd node that keeps what its primitive was called with (function, arguments, which of them were traced)."
+    __slots__ = ["fun", "args", "kwargs", "argnums", "parents", "shape", "dtype"]
+    def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+        self.fun, self.args, self.kwargs, self.argnums, self.parents = fun, args, kwargs, parent_argnums, parents
+        self.shape, self.dtype = np.shape(value), np.result_type(value)
+    def initialize_root(self):
+        self.fun, self.args, self.kwargs, self.argnums, self.parents = None, (), {}, (), ()
+        self.shape, self.dtype = None, np.dtype(float)
+
+def _refuse(self):
+    raise Untraceable("the function's control flow depends on the input's values (a traced array in `if`, `while`, "
+                      "`bool()` or `max()`)")
+
+@contextmanager
+def _recording():
+    "While recording, a traced array used as a truth value raises `Untraceable` (plain autograd would read its value)."
+    saved, ArrayBox.__bool__ = ArrayBox.__bool__, _refuse
+    try:
+        yield
+    finally:
+        ArrayBox.__bool__ = saved
+
+def _unbroadcast(g, shape):
+    "Sum a gradient g that was broadcast from `shape` back to `shape`."
+    if np.shape(g) == shape:
+        return g
+    g = np.asarray(g)
+    if g.ndim > len(shape):
+        g = g.sum(axis=tuple(range(g.ndim - len(shape))))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return (g.sum(axis=axes, keepdims=True) if axes else g).reshape(shape)
+
+def _sum_vjp(g, x, axis=None, keepdims=False):
+    "Gradient of np.sum(x, axis, keepdims) with respect to x, given the output's gradient g."
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    return np.broadcast_to(g, np.shape(x))
+
+def _spread(g, kept, shape):
+    "g reshaped to `kept` (the summed axes of length 1) and copied along them to `shape`: a sum's gradient."
+    out = np.empty(shape)
+    out[...] = np.reshape(g, kept)
+    return out
+
+def _matmul_vjp(g, a, b, argnum):
+    "Gradient of a @ b (or np.dot) for 1-d and 2-d operands with respect to operand `argnum`."
+    if argnum == 0:
+        if b.ndim == 1:
+            return np.outer(g, b) if a.ndim == 2 else g * b
+        return g @ b.T if a.ndim == 2 else b @ g
+    if a.ndim == 1:
+        return np.outer(a, g) if b.ndim == 2 else g * a
+    return a.T @ g
+
+# The VJPs of the common elementwise primitives in plain numpy (the same formulas as autograd's numpy_vjps, without
+# its wrapped calls): per argument, (g, ans, *args) -> gradient before unbroadcasting; None: use autograd's.
+_ELEMENTWISE_VJPS = {
+    np.add: (lambda g, a, x, y: g, lambda g, a, x, y: g),
+    np.subtract: (lambda g, a, x, y: g, lambda g, a, x, y: -g),
+    np.multiply: (lambda g, a, x, y: g * y, lambda g, a, x, y: g * x),
+    np.divide: (lambda g, a, x, y: g / y, lambda g, a, x, y: -g * x / y**2),
+    np.logaddexp: (lambda g, a, x, y: g * np.exp(x - a), lambda g, a, x, y: g * np.exp(y - a)),
+    np.power: (lambda g, a, x, y: g * y * x ** np.where(y, y - 1, 1.0), None),
+    np.negative: (lambda g, a, x: -g,),
+    np.exp: (lambda g, a, x: g * a,),
+    np.log: (lambda g, a, x: g / x,),
+    np.log1p: (lambda g, a, x: g / (x + 1),),
+    np.expm1: (lambda g, a, x: g * (a + 1),),
+    np.sqrt: (lambda g, a, x: g * 0.5 * x**-0.5,),
+    np.square: (lambda g, a, x: g * 2 * x,),
+    np.tanh: (lambda g, a, x: g / np.cosh(x)**2,),
+    np.sin: (lambda g, a, x: g * np.cos(x),),
+    np.cos: (lambda g, a, x: -g * np.sin(x),),
+}
+
+def _fast_vjp(raw, argnum, args, kwargs, out_shape, static):
+    """A plain-numpy VJP (g, ans, args) -> gradient for argument `argnum` of the primitive `raw`, or None. `static`:
+    every replay has the recorded shapes (no value-dependent shape in the tape), so broadcasting is resolved now."""
+    if any(np.iscomplexobj(a) for a in args):
+        return None
+    if raw in _ELEMENTWISE_VJPS and not kwargs:
+        fns = _ELEMENTWISE_VJPS[raw]
+        if len(args) == len(fns) and fns[argnum] is not None:
+            f, shape = fns[argnum], np.shape(args[argnum])
+            if static and shape == out_shape:
+                return lambda g, ans, args: f(g, ans, *args)
+            if static:
+                return lambda g, ans, args: _unbroadcast(f(g, ans, *args), shape)
+            return lambda g, ans, args: _unbroadcast(f(g, ans, *args), np.shape(args[argnum]))
+    elif raw is np.sum and argnum == 0 and len(args) == 1 and set(kwargs) <= {"axis", "keepdims"}:
+        if static and np.result_type(args[0]) == np.float64:
+            shape = np.shape(args[0])
+            axis = range(len(shape)) if kwargs.get("axis") is None else np.atleast_1d(kwargs["axis"])
+            axes = {int(a) % len(shape) for a in axis}
+            kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+            return lambda g, ans, args: _spread(g, kept, shape)
+        return lambda g, ans, args: _sum_vjp(g, args[0], **kwargs)
+    elif raw in (np.dot, np.matmul) and not kwargs and len(args) == 2 and all(1 <= np.ndim(a) <= 2 for a in args):
+        return lambda g, ans, args: _matmul_vjp(g, args[0], args[1], argnum)
+    return None
+
+class Tape:
+    """The autograd graph of `f` at inputs of one shape, recorded once and replayed: the forward pass calls the raw
+    numpy functions in the recorded order, the reverse pass applies their VJPs (plain numpy for common primitives,
+    autograd's own for the rest) and seeds it with ones, so a batched f gets every row's gradient. Like a JIT trace,
+    the replay holds only while f is the same function: its constants (data, hyper-parameters) are those it read at
+    recording, and its Python control flow may not depend on values (recording raises `Untraceable` if it does)."""
+    def __init__(self,
+                 f:Callable, # function of one array written with autograd.numpy: scalar, or one value per row if batched
+                 x,          # an input of the shape the tape will be replayed at
+                ):
+        if not _TAPE_INTERNALS:
+            raise Untraceable(f"autograd {autograd.__version__} lacks the internals the tape records with")
+        x = np.asarray(x, dtype=float)
+        with _recording(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # autograd warns when the output does not depend on the input
+            try:
+                _, end = trace(_Recorded.new_root(), f, x)
+            except TypeError as err:             # a traced test gave a scalar (np.bool), as `if x[0] > 0` does
+                if "Can't differentiate w.r.t. type" not in str(err):
+                    raise
+                raise Untraceable(f"the function's control flow depends on the input's values ({err})") from None
+        if end is None:
+            raise Untraceable("the output does not depend on the input")
+        nodes = list(toposort(end))[::-1]       # forward order: the input first, the output last
+        position = {id(n): i for i, n in enumerate(nodes)}
+        # shapes can depend on values only through a traced integer or boolean array (a mask, computed indices);
+        # one used only as the condition of `where` cannot change a shape
+        static = all(n.dtype.kind in "fc" or all(n2.fun.fun is np.where and a == 0 for n2 in nodes[1:]
+                                                  for a, p in zip(n2.argnums, n2.parents) if p is n)
+                     for n in nodes)
+        traced, steps = [True] + [False] * (len(nodes) - 1), []
+        for i, node in enumerate(nodes[1:], 1):
+            slots = tuple((a, position[id(p)]) for a, p in zip(node.argnums, node.parents))
+            wanted = () if node.fun in _NO_GRADIENT else tuple((a, j) for a, j in slots if traced[j])
+            if wanted and node.fun not in primitive_vjps:
+                raise Untraceable(f"autograd has no VJP for {getattr(node.fun, '__name__', node.fun)}")
+            fast = [_fast_vjp(node.fun.fun, a, node.args, node.kwargs, node.shape, static) for a, _ in wanted]
+            traced[i] = bool(wanted)
+            steps.append((node.fun.fun, node.fun, list(node.args), node.kwargs, slots, wanted,
+                          None if None in fast else fast))
+        self.shape, self.static, self._steps, self._n = x.shape, static, steps, len(nodes)
+        self.n_primitives = len(steps)                   # primitives recorded
+        self.n_fast = sum(s[6] is not None for s in steps if s[5])   # of those differentiated, how many by plain numpy
+
+    def __call__(self,
+                 x, # input of the recorded shape
+                ):
+        "(f(x), gradient of sum(f(x)) with respect to x), by replaying the recorded graph."
+        if np.shape(x) != self.shape:
+            raise ValueError(f"x must have the recorded shape {self.shape}, got {np.shape(x)}")
+        vals, back = [x] + [None] * (self._n - 1), []
+        for i, (raw, fun, args, kwargs, slots, wanted, fast) in enumerate(self._steps, 1):
+            for a, j in slots:
+                args[a] = vals[j]
+            vals[i] = raw(*args, **kwargs)
+            if wanted:
+                back.append((i, fun, tuple(args), kwargs, wanted, fast))
+        out = vals[-1]
+        grads = {self._n - 1: np.ones(np.shape(out))}
+        for i, fun, args, kwargs, wanted, fast in reversed(back):
+            g = grads.pop(i, None)
+            if g is None:
+                continue
+            if fast is not None:
+                ingrads = [vjp(g, vals[i], args) for vjp in fast]
+            else:
+                ingrads = primitive_vjps[fun](tuple(a for a, _ in wanted), vals[i], args, kwargs)(g)
+            for (_, j), ig in zip(wanted, ingrads):
+                prev = grads.get(j)
+                if type(ig) in sparse_object_types:     # e.g. from indexing: made dense here, as autograd does
+                    grads[j] = add_outgrads(None if prev is None else (prev, False), ig)[0]
+                else:
+                    grads[j] = ig if prev is None else prev + ig
+        return out, np.asarray(grads[0], dtype=float) if 0 in grads else np.zeros(self.shape)
+
+_NO_GRADIENT = notrace_primitives[VJPNode] if _TAPE_INTERNALS else set()   # primitives without a gradient (comparisons, floor, ...)
+
+def _autograd_ones(f, x):
+    "f(x) and the gradient of sum(f(x)) by plain autograd (a fresh trace)."
+    vjp, out = make_vjp(f)(x)
+    return out, vjp(np.ones(np.shape(out)))
+
+class _Replay:
+    """Value and gradient of f for one sampler run: plain autograd for the first `record_at - 1` calls at a shape,
+    then a `Tape` recorded at that shape and replayed, checked against autograd at the recording and again at replays
+    1, 2, 4, 8, ... of it; a disagreement (f changed, or reads state the tape froze) warns and returns to autograd."""
+    def __init__(self, f, record_at=3):
+        self.f, self.record_at, self.calls, self.tapes = f, record_at, {}, {}
+
+    def __call__(self, x):
+        key = np.shape(x)
+        n = self.calls[key] = self.calls.get(key, 0) + 1
+        tape = self.tapes.get(key)
+        if tape is None and n == self.record_at:
+            try:
+                tape = self.tapes[key] = Tape(self.f, x)
+            except Exception:               # Untraceable, or an error plain autograd will raise again below
+                tape = self.tapes[key] = False
+        if not tape:
+            return _autograd_ones(self.f, x)
+        out = tape(x)
+        k = n - self.record_at
+        if k & (k - 1) == 0:                # the recording and replays 1, 2, 4, 8, ...: compare with autograd
+            ref = _autograd_ones(self.f, x)
+            if not (np.allclose(out[0], ref[0], rtol=1e-12, atol=0, equal_nan=True)
+                    and np.allclose(out[1], ref[1], rtol=1e-9, atol=1e-12 * max(1.0, np.nanmax(np.abs(ref[1]), initial=0)),
+                                    equal_nan=True)):
+                warnings.warn("the replayed autograd tape disagrees with autograd (the log density changed during the "
+                              "run, or reads state it does not receive as input); using plain autograd from here on",
+                              RuntimeWarning, stacklevel=3)
+                self.tapes[key] = False
+                return ref
+        return out
 
 # %% ../nbs/00b_targets.ipynb #90c7ecd1
 def correlated_gaussian(rho:float=0.9,     # correlation in (-1, 1)

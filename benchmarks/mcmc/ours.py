@@ -49,6 +49,8 @@ def main():
             target = target.with_autograd()
         if a.gradient == "closed" and not getattr(target, "closed_form", False):
             raise SystemExit("this tree has no closed-form gradient")
+    if hasattr(target, "taped"):           # what `sample` does (a tape recorded once per run for autograd targets)
+        target = target.taped()            # taping a taped target returns it, so `sample` sees this very object
     rows = {"n": 0}
     inner = target.value_and_grad_batch
     def counting(Xb):
