@@ -181,18 +181,28 @@ class _Recorded(Node):
         self.fun, self.args, self.kwargs, self.argnums, self.parents = None, (), {}, (), ()
         self.shape, self.dtype = None, np.dtype(float)
 
+_BOX_BOOL = ArrayBox.__bool__ if _TAPE_INTERNALS else None
+_recordings = [0]        # recordings under way (nested ones included)
+
 def _refuse(self):
-    raise Untraceable("the function's control flow depends on the input's values (a traced array in `if`, `while`, "
-                      "`bool()` or `max()`)")
+    "bool() of an autograd box: refused for a box being recorded, autograd's own answer for any other."
+    if isinstance(self._node, _Recorded):
+        raise Untraceable("the function's control flow depends on the input's values (a traced array in `if`, "
+                          "`while`, `bool()` or `max()`)")
+    return _BOX_BOOL(self)
 
 @contextmanager
 def _recording():
-    "While recording, a traced array used as a truth value raises `Untraceable` (plain autograd would read its value)."
-    saved, ArrayBox.__bool__ = ArrayBox.__bool__, _refuse
+    "While recording, a recorded array used as a truth value raises `Untraceable` (plain autograd would read its value)."
+    if _recordings[0] == 0:
+        ArrayBox.__bool__ = _refuse
+    _recordings[0] += 1
     try:
         yield
     finally:
-        ArrayBox.__bool__ = saved
+        _recordings[0] -= 1
+        if _recordings[0] == 0:
+            ArrayBox.__bool__ = _BOX_BOOL
 
 def _unbroadcast(g, shape):
     "Sum a gradient g that was broadcast from `shape` back to `shape`."
