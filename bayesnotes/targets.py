@@ -176,7 +176,10 @@ class _Recorded(Node):
     __slots__ = ["fun", "args", "kwargs", "argnums", "parents", "shape", "dtype"]
     def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
         self.fun, self.args, self.kwargs, self.argnums, self.parents = fun, args, kwargs, parent_argnums, parents
-        self.shape, self.dtype = np.shape(value), np.result_type(value)
+        try:
+            self.shape, self.dtype = np.shape(value), np.result_type(value)
+        except (ValueError, TypeError):      # a tuple of arrays (eigh, slogdet): no single shape
+            self.shape, self.dtype = None, np.dtype(object)
     def initialize_root(self):
         self.fun, self.args, self.kwargs, self.argnums, self.parents = None, (), {}, (), ()
         self.shape, self.dtype = None, np.dtype(float)
@@ -260,7 +263,7 @@ _ELEMENTWISE_VJPS = {
 def _fast_vjp(raw, argnum, args, kwargs, out_shape, static):
     """A plain-numpy VJP (g, ans, args) -> gradient for argument `argnum` of the primitive `raw`, or None. `static`:
     every replay has the recorded shapes (no value-dependent shape in the tape), so broadcasting is resolved now."""
-    if any(np.iscomplexobj(a) for a in args):
+    if not all(isinstance(a, (np.ndarray, np.generic, float, int)) and not np.iscomplexobj(a) for a in args):
         return None
     if raw in _ELEMENTWISE_VJPS and not kwargs:
         fns = _ELEMENTWISE_VJPS[raw]
@@ -352,12 +355,13 @@ class Tape:
                 ingrads = primitive_vjps[fun](tuple(a for a, _ in wanted), vals[i], args, kwargs)(g)
             for (_, j), ig in zip(wanted, ingrads):
                 prev = grads.get(j)
-                if type(ig) in sparse_object_types:     # e.g. from indexing: made dense here, as autograd does
-                    grads[j] = add_outgrads(None if prev is None else (prev, False), ig)[0]
-                else:
+                if type(ig) in _ARRAY_TYPES and (prev is None or type(prev) in _ARRAY_TYPES):
                     grads[j] = ig if prev is None else prev + ig
+                else:    # sparse (from indexing) or a tuple (eigh, slogdet): autograd's own vector-space sum
+                    grads[j] = add_outgrads(None if prev is None else (prev, False), ig)[0]
         return out, np.asarray(grads[0], dtype=float) if 0 in grads else np.zeros(self.shape)
 
+_ARRAY_TYPES = (np.ndarray, np.float64, float)
 _NO_GRADIENT = notrace_primitives[VJPNode] if _TAPE_INTERNALS else set()   # primitives without a gradient (comparisons, floor, ...)
 
 def _autograd_ones(f, x):

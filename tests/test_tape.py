@@ -124,3 +124,19 @@ def test_the_autograd_internals_the_tape_uses_exist():
     assert targets._TAPE_INTERNALS
     from autograd.numpy.numpy_boxes import ArrayBox
     assert "__bool__" in dir(ArrayBox)      # recording swaps it to refuse value-dependent control flow
+
+
+def test_primitives_with_tuple_values_replay_through_autograds_vjps(seed):
+    "slogdet and eigh return tuples; their parts are used several times, so gradients add in autograd's vector space."
+    rng = np.random.default_rng(seed(6))
+    A = rng.normal(size=(3, 3)); A = A @ A.T + 3 * np.eye(3)
+    def f(x):
+        s, ld = anp.linalg.slogdet(A * anp.exp(x[0]))
+        w, V = anp.linalg.eigh(A * x[1]**2)
+        return ld + anp.sum(w) + w[0] * w[1] + anp.sum(V[:, 0]**2) + anp.sum(x**2)
+    tape = Tape(f, np.array([0.3, 1.2]))
+    assert not tape.static                     # a tuple has no single shape: broadcasting is resolved at every replay
+    for _ in range(3):
+        x = rng.normal(size=2) * 0.5 + np.array([0.0, 1.0])
+        v, g = tape(x)
+        assert np.array_equal(v, f(x)) and np.allclose(g, grad(f)(x), rtol=1e-12, atol=1e-13)

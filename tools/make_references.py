@@ -96,7 +96,7 @@ def sampler_problems(d):
 
 @register("bnn_toy_nuts")
 def bnn_toy_nuts():
-    "NUTS on the 10-unit toy BNN (nbs/07_bnn.ipynb): 16 chains x (1000 + 2000), depth <= 10, about 20 min of CPU."
+    "NUTS on the 10-unit toy BNN (nbs/07_bnn.ipynb): 16 chains x (1000 + 2000), depth <= 10, about 15 min of CPU."
     from bayesnotes import bnn
     fit = bnn.nuts_reference(recompute=True, progress=sys.stderr.isatty())
     diag = bnn.reference_diagnostics(fit)
