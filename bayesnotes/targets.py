@@ -75,7 +75,7 @@ class Target:
         if (self._vg_batch is not None or self._grad is not None or not self.tape or self._replay is not None
                 or not _TAPE_INTERNALS):
             return self
-        t = Target(self._logp, self.dim, name=self.name, mean=self.mean, cov=self.cov, batched=self.batched)
+        t = self.with_autograd()             # the same target (here it has no closed form or user gradient)
         t._replay = _Replay(self._logp)
         return t
 
@@ -184,14 +184,14 @@ class _Recorded(Node):
         self.fun, self.args, self.kwargs, self.argnums, self.parents = None, (), {}, (), ()
         self.shape, self.dtype = None, np.dtype(float)
 
+_BRANCHES = "the function's control flow depends on the input's values"
 _BOX_BOOL = ArrayBox.__bool__ if _TAPE_INTERNALS else None
 _recordings = [0]        # recordings under way (nested ones included)
 
 def _refuse(self):
     "bool() of an autograd box: refused for a box being recorded, autograd's own answer for any other."
     if isinstance(self._node, _Recorded):
-        raise Untraceable("the function's control flow depends on the input's values (a traced array in `if`, "
-                          "`while`, `bool()` or `max()`)")
+        raise Untraceable(f"{_BRANCHES} (a traced array in `if`, `while`, `bool()` or `max()`)")
     return _BOX_BOOL(self)
 
 @contextmanager
@@ -306,7 +306,7 @@ class Tape:
             except TypeError as err:             # a traced test gave a scalar (np.bool), as `if x[0] > 0` does
                 if "Can't differentiate w.r.t. type" not in str(err):
                     raise
-                raise Untraceable(f"the function's control flow depends on the input's values ({err})") from None
+                raise Untraceable(f"{_BRANCHES} ({err})") from None
         if end is None:
             raise Untraceable("the output does not depend on the input")
         nodes = list(toposort(end))[::-1]       # forward order: the input first, the output last
