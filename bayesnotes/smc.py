@@ -4,6 +4,7 @@
 
 # %% ../nbs/05_smc.ipynb #612c3041
 from __future__ import annotations
+import inspect
 import itertools
 from typing import Callable, NamedTuple, Optional
 
@@ -28,33 +29,38 @@ __all__ = ['RESAMPLING', 'FeynmanKac', 'StateSpaceModel', 'KalmanResult', 'Gauss
            'fig_loglik_spread']
 
 # %% ../nbs/05_smc.ipynb #607d4e8f
+def _hook_parameters(rng,    # the engine's numpy Generator (`smc`, `simulate` and the filters turn a seed into one)
+                     N:int,  # number of particles
+                     t:int,  # time index
+                     xp,     # particles at time t-1, first axis N
+                     x,      # particles at time t, first axis N
+                     yt,     # observation at time t, shape (dim_y,)
+                    ):
+    "The parameters of the model hooks (`FeynmanKac`, `StateSpaceModel`, `GaussianSSM`), documented once; each hook takes some."
+
+def _hook(call:str,  # the hook as the engine calls it, e.g. "M(rng, t, xp)"
+          doc:str,   # what the hook returns
+         ):
+    """A method a subclass must define: signature from `call`, parameter comments from `_hook_parameters` (through
+    fastcore's `__delwrap__`, which `show_doc` and the API test read), and a `NotImplementedError` naming the hook."""
+    name, params = call.rstrip(")").split("(")
+    shared = inspect.signature(_hook_parameters).parameters
+    def hook(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define {call}")
+    hook.__name__ = hook.__qualname__ = name
+    hook.__doc__, hook.__delwrap__ = doc, _hook_parameters
+    hook.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+                                           + [shared[p.strip()] for p in params.split(",")])
+    return hook
+
 class FeynmanKac:
     "Base class of a Feynman-Kac model: initial sampler `M0`, Markov kernel `M` and log potential `logG`."
     T: Optional[int] = None                 # number of steps t = 0..T-1 (`done` may decide instead)
     mutate_only_after_resampling = False    # True for IBIS-like models: move particles only after resampling
 
-    def M0(self,
-           rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-           N:int,  # number of particles
-          ):
-        "Draw N particles from the initial distribution M_0 (array with first axis N)."
-        raise NotImplementedError(f"{type(self).__name__} must define M0(rng, N)")
-
-    def M(self,
-          rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-          t:int,  # time index
-          xp,     # particles at time t-1, shape (N, ...)
-         ):
-        "Move the ancestors `xp` (first axis N) through the kernel M_t."
-        raise NotImplementedError(f"{type(self).__name__} must define M(rng, t, xp)")
-
-    def logG(self,
-             t:int,  # time index
-             xp,     # particles at time t-1, shape (N, ...)
-             x,      # particles at time t, shape (N, ...)
-            ):
-        "Log potential log G_t(x_{t-1}, x_t) of each particle, shape (N,); `xp` is None at t = 0."
-        raise NotImplementedError(f"{type(self).__name__} must define logG(t, xp, x)")
+    M0 = _hook("M0(rng, N)", "Draw N particles from the initial distribution M_0 (array with first axis N).")
+    M = _hook("M(rng, t, xp)", "Move the ancestors `xp` (first axis N) through the kernel M_t.")
+    logG = _hook("logG(t, xp, x)", "Log potential log G_t(x_{t-1}, x_t) of each particle, shape (N,); `xp` is None at t = 0.")
 
     def done(self,
              t:int,  # time index
@@ -98,33 +104,10 @@ class StateSpaceModel:
     dim_x: int = 1  # dimension of the hidden state
     dim_y: int = 1  # dimension of an observation
 
-    def sample_initial(self,
-                       rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                       N:int,  # number of particles
-                      ) -> np.ndarray:
-        "N draws of x_0, shape (N, dim_x)."
-        raise NotImplementedError
-    def sample_transition(self,
-                          rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                          t:int,  # time index
-                          xp,     # particles at time t-1, shape (N, ...)
-                         ) -> np.ndarray:
-        "One draw of x_t | x_{t-1} = xp for every row of xp (N, dim_x)."
-        raise NotImplementedError
-    def log_obs(self,
-                t:int,  # time index
-                x,      # particles at time t, shape (N, ...)
-                yt,     # observation at time t
-               ) -> np.ndarray:
-        "log p(y_t | x_t) for every row of x (N, dim_x), shape (N,)."
-        raise NotImplementedError
-    def sample_obs(self,
-                   rng,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-                   t:int,  # time index
-                   x,      # particles at time t, shape (N, ...)
-                  ) -> np.ndarray:
-        "One draw of y_t | x_t for every row of x, shape (N, dim_y)."
-        raise NotImplementedError
+    sample_initial = _hook("sample_initial(rng, N)", "N draws of x_0, shape (N, dim_x).")
+    sample_transition = _hook("sample_transition(rng, t, xp)", "One draw of x_t | x_{t-1} = xp for every row of xp (N, dim_x).")
+    log_obs = _hook("log_obs(t, x, yt)", "log p(y_t | x_t) for every row of x (N, dim_x), shape (N,).")
+    sample_obs = _hook("sample_obs(rng, t, x)", "One draw of y_t | x_t for every row of x, shape (N, dim_y).")
 
     def simulate(self,
                  T:int,     # number of time steps
@@ -167,16 +150,8 @@ class GaussianSSM(StateSpaceModel):
         self._fR = _gauss_factor("R", R, self.dim_y)
         self._LR = self._fR[0]
 
-    def f(self,
-          xp,    # particles at time t-1, shape (N, dim_x)
-         ) -> np.ndarray:
-        "Transition mean f(x_{t-1}) of every row, shape (N, dim_x)."
-        raise NotImplementedError
-    def h(self,
-          x,     # particles at time t, shape (N, dim_x)
-         ) -> np.ndarray:
-        "Observation mean h(x_t) of every row, shape (N, dim_y)."
-        raise NotImplementedError
+    f = _hook("f(xp)", "Transition mean f(x_{t-1}) of every row, shape (N, dim_x).")
+    h = _hook("h(x)", "Observation mean h(x_t) of every row, shape (N, dim_y).")
 
     def sample_initial(self, rng, N):
         return self.m0 + rng.standard_normal((N, self.dim_x)) @ self._LP0.T
@@ -596,12 +571,12 @@ def nonmarkov_ssm(phi:float=0.9, # autoregression of z_t
 # %% ../nbs/05_smc.ipynb #3fba1b57
 def fig_degeneracy(T:int=6,  # number of time steps
                    N:int=5,  # number of particles
-                   rng=2): # random seed
+                   rng=2,    # random generator or seed (SPEC 7): the data, then the randomness both runs share
+                  ):
     "Weights of SIS vs SMC (resampling at every step) on the non-Markovian model, and the SMC genealogy."
     ssm = nonmarkov_ssm()
-    _, y = ssm.simulate(T, rng=rng)
-    sis = smc(guided_model(ssm, y), N, spawn_rng(rng, 1), ess_threshold=0.0, store_history=True)
-    sir = smc(guided_model(ssm, y), N, spawn_rng(rng, 1), ess_threshold=1.0, store_history=True)
+    model = guided_model(ssm, ssm.simulate(T, rng=rng)[1])     # observations only; the hidden path is not shown
+    sis, sir = (smc(model, N, spawn_rng(rng, 1), ess_threshold=tau, store_history=True) for tau in (0.0, 1.0))
     fig, axes = new_figure(1, 3, width=12, height=3.4)
     for ax, res, title in ((axes[0], sis, "SIS: normalised weights"),
                            (axes[1], sir, "SMC, resampling every step")):
@@ -736,7 +711,8 @@ def tracker_ssm(delta:float=0.3, # step size of the discretised dynamics
 
 def fig_tracker(T:int=100,   # number of time steps
                 N:int=2000,  # number of particles
-                rng=0): # random seed
+                rng=0,       # random generator or seed (SPEC 7): the data, then the filter
+               ):
     "True path, observations and the bootstrap filter's posterior mean for the 2-d tracker."
     ssm = tracker_ssm()
     x, y = ssm.simulate(T, rng=rng)

@@ -3,15 +3,18 @@ SMC samplers against closed forms, and input validation.
 
 Statistical checks use fixed seeds; every tolerance is a multiple of a Monte Carlo standard error that is
 either known exactly or estimated from independent replicates (the comment at each check says which)."""
+import inspect
+
 import numpy as np
 import pytest
+from fastcore.docments import docments
 from scipy import stats
 
 from bayesnotes.diagnostics import summary
-from bayesnotes.smc import (RESAMPLING, FeynmanKac, LinearGaussianSSM, NonlinearGaussianSSM, SMCStep,
+from bayesnotes.smc import (RESAMPLING, FeynmanKac, GaussianSSM, LinearGaussianSSM, NonlinearGaussianSSM, SMCStep,
                             ar1_pmmh_example, bimodal_target, bootstrap_filter, bootstrap_model, genealogy,
                             guided_model, ibis, loglik_spread, multinomial, nonmarkov_ssm, pmmh, pmmh_target,
-                            resample, resampling_scheme, residual, smc, stratified, systematic, tempered_smc,
+                            resample, resampling_scheme, residual, smc, StateSpaceModel, stratified, systematic, tempered_smc,
                             tracker_ssm, trajectories)
 
 
@@ -546,3 +549,26 @@ def test_sampler_bad_inputs():
         ibis(None, ll, ps, np.zeros(3), 100, 0)
     with pytest.raises(ValueError, match="data"):
         ibis(lp, lambda w, yb: ll(w), ps, np.zeros(0), 100, 0)
+
+
+# ---------------------------------------------------------------- model hooks
+
+@pytest.mark.parametrize("cls, hooks", [
+    (FeynmanKac, {"M0": ["rng", "N"], "M": ["rng", "t", "xp"], "logG": ["t", "xp", "x"]}),
+    (StateSpaceModel, {"sample_initial": ["rng", "N"], "sample_transition": ["rng", "t", "xp"],
+                       "log_obs": ["t", "x", "yt"], "sample_obs": ["rng", "t", "x"]}),
+    (GaussianSSM, {"f": ["xp"], "h": ["x"]})])
+def test_model_hooks_declare_their_signature_docs_and_a_named_error(cls, hooks):
+    """The hooks a subclass defines are declared once each: the signature the engine calls, a comment for every
+    parameter (from the one glossary `_hook_parameters`, as show_doc renders it) and an error naming the subclass."""
+    class Bare(cls):
+        pass
+    for name, params in hooks.items():
+        hook = getattr(cls, name)
+        assert hook.__name__ == name and hook.__doc__
+        assert list(inspect.signature(hook).parameters) == ["self", *params]
+        docs = docments(hook)
+        assert all(docs[p] for p in params), (name, docs)
+        with pytest.raises(NotImplementedError, match=rf"^Bare must define {name}\({', '.join(params)}\)$"):
+            getattr(Bare(), name)(*[None] * len(params))
+    assert docments(StateSpaceModel.sample_transition)["xp"] == docments(FeynmanKac.M)["xp"]   # one glossary
