@@ -130,6 +130,20 @@ class VAE:
         return rec, kl_std_normal(mu, ls)
 
     # ---- checks
+    # ---- the three places a subclass changes training (the loop in `fit` stays one)
+    def _train_terms(self, params, X, eps):
+        "Per-image terms (rec, kl) whose batch mean of rec - beta kl `fit` maximises; the ELBO's own by default."
+        return self._elbo_terms(params, X, eps)
+
+    def _betas(self, epochs, beta, warmup_epochs):
+        "KL weight of each epoch of one `fit` call: beta, or beta min(1, (e + 1) / warmup_epochs) with a warm-up."
+        e = np.arange(epochs)
+        return beta * np.minimum(1., (e + 1) / warmup_epochs) if warmup_epochs else np.full(epochs, float(beta))
+
+    def _held_out_elbo(self, X_val, rng):
+        "The test ELBO `fit` records each epoch (`X_val` as checked by `fit`)."
+        return self.elbo(X_val, rng=rng)
+
     def _check_fitted(self):
         if self.params is None: raise ValueError("the VAE is not trained yet: call fit(X, ...) first")
 
@@ -164,12 +178,13 @@ class VAE:
         batch_size = check_count("batch_size", batch_size)
         check_positive("lr", lr); check_positive("beta", beta, strict=False)
         warmup_epochs = check_count("warmup_epochs", warmup_epochs, minimum=0)
+        betas = self._betas(epochs, beta, warmup_epochs)      # checked before any state changes
         if restart: self.params, self.data_dim, self._adam, self.history = None, None, None, None
         if self.params is None: self._init(X.shape[1], rng, X.mean(0))
         if X_val is not None: X_val = self._check_X(X_val, "X_val")
         flat, unflatten = flatten(self.params)
         def objective(f, Xb, eps, b):
-            rec, kl = self._elbo_terms(unflatten(f), Xb, eps)
+            rec, kl = self._train_terms(unflatten(f), Xb, eps)
             return anp.mean(rec - b * kl)
         vg = _ad_value_and_grad(objective)
         opt = getattr(self, "_adam", None)
@@ -184,7 +199,7 @@ class VAE:
         t0 = time.process_time()
         with blas_threads():
             for ep in track(range(int(epochs)), progress, desc="VAE epochs"):
-                b = beta * min(1., (ep + 1) / warmup_epochs) if warmup_epochs else beta
+                b = float(betas[ep])
                 perm, tot = rng.permutation(n), 0.
                 for j in range(0, n, B):
                     Xb = X[perm[j:j + B]]
@@ -194,7 +209,7 @@ class VAE:
                 hist["epoch"].append(ep0 + ep + 1); hist["beta"].append(b); hist["train_elbo"].append(tot / n)
                 hist["seconds"].append(s0 + time.process_time() - t0)
                 if X_val is not None:   # fixed evaluation noise per epoch, so curves are comparable
-                    hist["test_elbo"].append(self.elbo(X_val, rng=10_000 + ep0 + ep))
+                    hist["test_elbo"].append(self._held_out_elbo(X_val, 10_000 + ep0 + ep))
         self.history = {k: np.array(v) for k, v in hist.items()}
         return self
 

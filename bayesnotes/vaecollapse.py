@@ -42,7 +42,7 @@ def cyclical_beta(epoch,            # epoch index or array of indices, counted f
     return np.minimum(1., np.mod(e, np.ceil(period)) / period / ratio)
 
 class CyclicalVAE(VAE):
-    "A VAE whose `fit` sets the KL weight of every epoch by the cyclical schedule `cyclical_beta`."
+    "A VAE whose `fit` weights the KL term of epoch e of each call by beta * cyclical_beta(e, epochs)."
     def __init__(self, latent_dim:int=2, hidden=(128,), activation="relu",  # the network, as for `VAE`
                  n_cycles:int=4,     # number M of annealing cycles per call of `fit`
                  ratio:float=0.5,    # fraction R of each cycle spent raising beta
@@ -50,25 +50,10 @@ class CyclicalVAE(VAE):
         super().__init__(latent_dim, hidden, activation)
         self.n_cycles, self.ratio = check_count("n_cycles", n_cycles), _check_ratio(ratio)
 
-    def fit(self,
-            X,                     # training images (n, D) in [0, 1]
-            epochs:int=60,         # passes over the data; the schedule spans them
-            rng=None,              # random generator or seed (initialisation, shuffling, eps)
-            beta:float=1.,         # KL weight reached at the top of every cycle
-            progress:bool=False,   # show a progress bar over the epochs
-            restart:bool=False,    # start afresh (new weights, optimiser and history)
-            **kwargs,              # batch_size, lr, X_val: passed on to `VAE.fit`
-           ):
-        "Train with KL weight beta * cyclical_beta(e, epochs) at epoch e; returns self with `history` filled in."
-        # VAE.fit continues from the current weights, Adam moments and history: one run with a per-epoch schedule
-        if "warmup_epochs" in kwargs: raise ValueError("warmup_epochs: the cyclical schedule replaces the warm-up")
-        epochs = check_count("epochs", epochs)
-        betas = float(check_positive("beta", beta, strict=False)) * cyclical_beta(np.arange(epochs), epochs,
-                                                                                  self.n_cycles, self.ratio)
-        rng = as_rng(rng)
-        for e in track(range(epochs), progress, desc="cyclical VAE epochs"):
-            VAE.fit(self, X, epochs=1, rng=rng, beta=float(betas[e]), restart=restart and e == 0, **kwargs)
-        return self
+    def _betas(self, epochs, beta, warmup_epochs):
+        "KL weight of each epoch of one `fit` call: beta * cyclical_beta(e, epochs); the schedule replaces the warm-up."
+        if warmup_epochs: raise ValueError(f"warmup_epochs must be 0 for a CyclicalVAE (the cyclical schedule replaces the warm-up), got {warmup_epochs}")
+        return float(beta) * cyclical_beta(np.arange(epochs), epochs, self.n_cycles, self.ratio)
 
 # %% ../nbs/08b_vae_collapse.ipynb #3869d183
 def free_bits_kl(mu,               # encoder means of a minibatch (n, d)
@@ -86,20 +71,13 @@ class FreeBitsVAE(VAE):
                  free_bits:float=0.25,  # floor lambda per coordinate, nats
                 ):
         super().__init__(latent_dim, hidden, activation)
-        self.free_bits, self._hinge = float(check_positive("free_bits", free_bits, strict=False)), True
+        self.free_bits = float(check_positive("free_bits", free_bits, strict=False))
 
-    def _elbo_terms(self, params, X, eps):
-        "Training: reconstruction term and free-bits KL; evaluation (`_hinge` off): the ELBO's own terms."
-        if not self._hinge: return super()._elbo_terms(params, X, eps)
+    def _train_terms(self, params, X, eps):
+        "Reconstruction term and free-bits KL, the objective `fit` maximises; `elbo`, `iwae` etc. keep the ELBO's terms."
         mu, ls = self._encode(params, X)
         rec = anp.mean(log_bernoulli(X, self._logits(params, mu + anp.exp(ls) * eps)), axis=0)
         return rec, free_bits_kl(mu, ls, self.free_bits)
-
-    def _mc_terms(self, X, n_mc, rng):
-        "`elbo` and `rate_distortion` report the ELBO, not the training objective."
-        self._hinge = False
-        try: return super()._mc_terms(X, n_mc, rng)
-        finally: self._hinge = True
 
 # %% ../nbs/08b_vae_collapse.ipynb #d581105e
 def delta_sigma_bounds(delta:float,  # committed rate per coordinate, nats (> 0)

@@ -106,12 +106,21 @@ class CVAE(VAE):
             lr:float=1e-2,        # Adam step size
             rng=None,             # random generator or seed (initialisation, shuffling, eps)
             beta:float=1.,        # weight of the KL term
+            X_val=None,           # optional held-out images; their conditional ELBO is recorded every epoch
+            y_val=None,           # the labels of X_val
             progress:bool=False,  # show a progress bar
             restart:bool=False,   # start afresh (new weights, optimiser and history) even if already trained
            ):
         "Maximise the conditional ELBO E_q log p(x|z,y) - beta KL(q(z|x,y) || p(z)) with `VAE.fit`'s loop; returns self."
+        if (X_val is None) != (y_val is None): raise ValueError("X_val and y_val must be given together")
         return super().fit(self._join(X, y), epochs=epochs, batch_size=batch_size, lr=lr, rng=rng, beta=beta,
-                           progress=progress, restart=restart)
+                           X_val=None if X_val is None else self._join(X_val, y_val, "X_val"), progress=progress,
+                           restart=restart)
+
+    def _held_out_elbo(self, XY_val, rng):
+        "The conditional ELBO of held-out rows [x, onehot(y)], which `fit` records each epoch."
+        X, Y = self._split(XY_val)
+        return self.elbo(X, Y.argmax(-1), rng=rng)
 
     def elbo_per_image(self,
                        X,           # images (n, D)

@@ -144,6 +144,18 @@ def test_trained_cvae_uses_the_label(data, seed):
     assert generation_accuracy(m, 30, rng=seed(11)) > 0.9
 
 
+def test_cvae_records_the_held_out_conditional_elbo(data, seed):
+    """`fit(X_val=, y_val=)` records the conditional ELBO of the held-out images given their labels each epoch, with the
+    evaluation noise `VAE.fit` fixes per epoch (seed 10000 + epoch - 1), so the last entry is that of the final weights."""
+    Xv, yv = data.X_test[:60], data.y_test[:60]
+    c = CVAE(2, (16,)).fit(data.X_train[:200], data.y_train[:200], epochs=2, batch_size=100, rng=seed(20),
+                           X_val=Xv, y_val=yv)
+    assert len(c.history["test_elbo"]) == 2
+    assert c.history["test_elbo"][-1] == c.elbo(Xv, yv, rng=10_001)
+    with pytest.raises(ValueError, match="X_val and y_val"):
+        c.fit(data.X_train[:200], data.y_train[:200], epochs=1, X_val=Xv)
+
+
 def test_m2_with_ten_labels_per_class(seed):
     """Over 24 runs M2's test accuracy was 0.852-0.914 (mean 0.878, sd 0.017) and its gain over logistic regression on
     the same 100 labels 0.000 to 0.072 (mean 0.038, sd 0.020); its generated digits were recognised as requested
