@@ -129,7 +129,6 @@ class VAE:
         rec = anp.mean(log_bernoulli(X, self._logits(params, mu + anp.exp(ls) * eps)), axis=0)
         return rec, kl_std_normal(mu, ls)
 
-    # ---- checks
     # ---- the three places a subclass changes training (the loop in `fit` stays one)
     def _train_terms(self, params, X, eps):
         "Per-image terms (rec, kl) whose batch mean of rec - beta kl `fit` maximises; the ELBO's own by default."
@@ -144,6 +143,7 @@ class VAE:
         "The test ELBO `fit` records each epoch (`X_val` as checked by `fit`)."
         return self.elbo(X_val, rng=rng)
 
+    # ---- checks
     def _check_fitted(self):
         if self.params is None: raise ValueError("the VAE is not trained yet: call fit(X, ...) first")
 

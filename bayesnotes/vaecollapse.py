@@ -52,7 +52,8 @@ class CyclicalVAE(VAE):
 
     def _betas(self, epochs, beta, warmup_epochs):
         "KL weight of each epoch of one `fit` call: beta * cyclical_beta(e, epochs); the schedule replaces the warm-up."
-        if warmup_epochs: raise ValueError(f"warmup_epochs must be 0 for a CyclicalVAE (the cyclical schedule replaces the warm-up), got {warmup_epochs}")
+        if warmup_epochs:
+            raise ValueError(f"warmup_epochs must be 0: the cyclical schedule replaces the warm-up, got {warmup_epochs}")
         return float(beta) * cyclical_beta(np.arange(epochs), epochs, self.n_cycles, self.ratio)
 
 # %% ../nbs/08b_vae_collapse.ipynb #3869d183
