@@ -12,9 +12,9 @@ from scipy import stats
 
 from bayesnotes.diagnostics import summary
 from bayesnotes.smc import (RESAMPLING, FeynmanKac, GaussianSSM, LinearGaussianSSM, NonlinearGaussianSSM, SMCStep,
-                            ar1_pmmh_example, bimodal_target, bootstrap_filter, bootstrap_model, genealogy,
-                            guided_model, ibis, loglik_spread, multinomial, nonmarkov_ssm, pmmh, pmmh_target,
-                            resample, resampling_scheme, residual, smc, StateSpaceModel, stratified, systematic, tempered_smc,
+                            StateSpaceModel, ar1_pmmh_example, bimodal_target, bootstrap_filter, bootstrap_model,
+                            genealogy, guided_model, ibis, loglik_spread, multinomial, nonmarkov_ssm, pmmh, pmmh_target,
+                            resample, resampling_scheme, residual, smc, stratified, systematic, tempered_smc,
                             tracker_ssm, trajectories)
 
 
