@@ -77,8 +77,6 @@ def _check_params(params, n):
     p = check_finite("params", params)
     return check_shape("params", p, (n,))
 
-def _check_dim(dim): return check_count("dim", dim)
-
 def _check_points(z, d):
     "Points of shape (..., d) for log_prob/score."
     if isbox(z):
@@ -94,7 +92,7 @@ class GaussianFamily:
                  dim:int,     # dimension d of z
                  params=None, # unconstrained parameter vector of length `n_params`; default N(0, I)
                 ):
-        self.dim = _check_dim(dim)
+        self.dim = check_count("dim", dim)
         self.params = np.zeros(self.n_params) if params is None else _check_params(params, self.n_params)
 
     def with_params(self,
@@ -1107,7 +1105,7 @@ def unconstrain(logp,    # log density on the constrained space: autograd functi
     if isinstance(logp, Target):
         t = logp
     else:
-        t = _target(logp, _check_dim(dim if dim is not None else len(bounds)))
+        t = _target(logp, check_count("dim", dim if dim is not None else len(bounds)))
     kinds = _bound_kinds(bounds, t.dim)
     if t.batched:
         f = _batch_logp(t)
@@ -1247,7 +1245,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
         if not isinstance(logp, Target):
             raise ValueError("dim is required when logp is a plain function")
         dim = logp.dim
-    dim = _check_dim(dim)
+    dim = check_count("dim", dim)
     t, q = _target(logp, dim), _make_family(family, dim)
     n, rng = check_count("n_mc", n_mc, 4 if gradient == "score" else 1), as_rng(rng)
     if gradient in ("reparam", "stl"):
@@ -1359,7 +1357,7 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
     "Stochastic VI: reparameterised ELBO gradients with minibatches, N/M scaling applied to the likelihood only."
     if not (callable(log_prior) and callable(log_lik)):
         raise ValueError("log_prior and log_lik must be callables")
-    N, dim = check_count("n_data", n_data, 1), _check_dim(dim)
+    N, dim = check_count("n_data", n_data, 1), check_count("dim", dim)
     M = check_count("batch_size", batch_size, 1)
     if M > N:
         raise ValueError(f"batch_size must be at most n_data={N}, got {M}")

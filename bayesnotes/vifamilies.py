@@ -21,7 +21,7 @@ from .core import kl_gauss
 from .targets import Target, banana, gaussian_target
 from .plotting import COLORS, new_figure
 from .vi import (GaussianFamily, MeanFieldGaussian, FullRankGaussian, VIResult, advi,
-                           _batch_logp, _check_dim, _check_points, _sgd_loop, _target)
+                           _batch_logp, _check_points, _sgd_loop, _target)
 
 # %% auto #0
 __all__ = ['LowRankGaussian', 'KLOptimum', 'gaussian_kl_optimum', 'regression_example', 'fig_lowrank_vs_rank', 'PlanarFlow',
@@ -42,7 +42,7 @@ class LowRankGaussian(GaussianFamily):
                  rank:int=1,   # number of factors r (1 <= r <= d)
                  params=None,  # unconstrained parameter vector of length `n_params`; default m = 0, c = 1, B = 0.1 I
                 ):
-        d = _check_dim(dim)
+        d = check_count("dim", dim)
         self.rank = check_count("rank", rank)
         if self.rank > d:
             raise ValueError(f"rank must be at most dim = {d}, got {rank}")
@@ -339,7 +339,7 @@ class _Flow:
     [m, log s, layer parameters]; subclasses give `_prepare(layer parameters)` -> per-layer arrays, `_push(layers, x)` -> (f(x), log|det|) and
     `_layer_inverse(layers, k, y)` -> (x, log|det| of layer k at x)."""
     def __init__(self, dim, n_layers, params):
-        self.dim, self.n_layers = _check_dim(dim), check_count("n_layers", n_layers)
+        self.dim, self.n_layers = check_count("dim", dim), check_count("n_layers", n_layers)
         p = self._init_params() if params is None else params
         if not isbox(p):
             p = check_finite("params", p)
