@@ -10,12 +10,12 @@ import numpy as np
 from scipy import special, stats
 
 import autograd.numpy as anp
-from autograd import value_and_grad as _ad_value_and_grad
 from autograd.extend import Box, defvjp, primitive
 
 from .utils import as_rng, blas_threads, check_count, check_finite, check_positive, check_shape, track
 from .plotting import COLORS, new_figure
 from .ep import _gamma_tilted_closed
+from .targets import Target
 from .bnn import (Predictive, _check_X, _check_Xy, _check_hidden, _check_sizes, _unpack, gaussian_nll,
                             mlp_apply, mlp_n_params, rmse, toy_function, toy_regression_data)
 
@@ -188,23 +188,28 @@ def _log_z(layers, x, y, noise_var):
     s2 = vf[0] + noise_var
     return -0.5 * anp.log(2. * np.pi * s2) - 0.5 * (y - mf[0]) ** 2 / s2
 
-_log_z_and_grads = _ad_value_and_grad(_log_z)
+def _log_z_target(sizes):
+    """log Z as a `Target` of one flat array [mean * scale, var * scale^2, x, y, noise_var]: `pbp` replays autograd's
+    graph of it from a tape (`Target.taped`) instead of tracing it afresh for every data point."""
+    P, d = mlp_n_params(sizes), sizes[0]
+    def log_z(z):
+        return _log_z(_layers(z[:P], z[P:2 * P], sizes), anp.reshape(z[2 * P:2 * P + d], (1, d)), z[-2], z[-1])
+    return Target(log_z, 2 * P + d + 2, name="PBP log Z")
 
-def _log_z_grads(state, x, y, sizes, scale, noise_var):
-    "log Z and its gradients with respect to the means and variances of PBP's weights (P,), by autograd."
-    lz, g = _log_z_and_grads(_layers(state.mean * scale, state.var * scale ** 2, sizes), x[None, :], y, noise_var)
-    g_m = np.concatenate([a.ravel() for layer in g for a in layer[:2]])
-    g_v = np.concatenate([a.ravel() for layer in g for a in layer[2:]])
-    return lz, g_m * scale, g_v * scale ** 2
+def _log_z_grads(state, x, y, scale, noise_var, target):
+    "log Z and its gradients with respect to the means and variances of PBP's weights (P,), by autograd (`target`)."
+    P = state.mean.size
+    lz, g = target.value_and_grad(np.concatenate([state.mean * scale, state.var * scale ** 2, x, [y, noise_var]]))
+    return lz, g[:P] * scale, g[P:2 * P] * scale ** 2
 
 def _noise_var(state, noise_var):
     "The variance that stands for the noise in log Z: fixed, or E[1/gamma] = beta / (alpha - 1) under q(gamma)."
     return noise_var if noise_var is not None else state.noise_rate / (state.noise_shape - 1.)
 
-def _adf_update(state, x, y, sizes, scale, noise_var):
-    "One ADF step of PBP (no validation): returns the new state, log Z and the number of weights left unchanged."
+def _adf_update(state, x, y, sizes, scale, noise_var, target):
+    "One ADF step of PBP (no validation; `target` = `_log_z_target(sizes)`): new state, log Z, weights left unchanged."
     s2 = _noise_var(state, noise_var)
-    lz, g_m, g_v = _log_z_grads(state, x, y, sizes, scale, s2)
+    lz, g_m, g_v = _log_z_grads(state, x, y, scale, s2, target)
     m, v, ok = _gauss_update(state.mean, state.var, g_m, g_v)
     if noise_var is None:   # the noise precision, from the same cavity: the output's moments and q(gamma)
         mf, vf = _output_moments(state.mean * scale, state.var * scale ** 2, x[None, :], sizes)
@@ -228,7 +233,7 @@ def adf_update(state:PBPState,     # current approximation
     elif not (state.noise_shape > 1 and state.noise_rate > 0):
         raise ValueError("state.noise_shape must exceed 1 and state.noise_rate be positive when noise_var is None")
     with blas_threads():
-        return _adf_update(state, x, y, sizes, pbp_scale(sizes), noise_var)
+        return _adf_update(state, x, y, sizes, pbp_scale(sizes), noise_var, _log_z_target(sizes))
 
 # %% ../nbs/02b_pbp.ipynb #4553d559
 def refine_prior(state:PBPState, # current approximation with learned prior precision (finite prior_shape, prior_rate)
@@ -341,11 +346,12 @@ def pbp(X,                     # training inputs (N, d)
     state = _init_state(sizes, rng, prior_var, float(init_scale))
     rows = []
     fit = PBPFit(state, sizes, (xm, xs, ym, ys), noise_var)
+    log_z = _log_z_target(sizes).taped()     # one autograd graph for every data point of the run
     with blas_threads():
         for epoch in track(range(n_epochs), progress, desc="PBP epochs"):
             lz, bad = 0., 0
             for i in rng.permutation(len(y)):
-                state, l, u = _adf_update(state, Xs[i], ysd[i], sizes, scale, noise_var)
+                state, l, u = _adf_update(state, Xs[i], ysd[i], sizes, scale, noise_var, log_z)
                 lz += l; bad += u
             if prior_var is None: state = refine_prior(state)
             fit.state = state
