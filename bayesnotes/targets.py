@@ -45,8 +45,8 @@ class Target:
                  batched:bool=False,  # logdensity also maps (n, dim) -> (n,)
                  vg_batch:Callable=None, # X (n, dim) -> (values (n,), gradients (n, dim)) in closed form (plain
                                          # numpy, for the library's own models); autograd is used when None
-                tape:bool=True,      # let samplers replay autograd's graph from a `Tape` recorded once per run
-                                     # (`taped`); False: a fresh autograd trace on every call
+                tape:bool=True,      # let samplers, ADVI, flow fits and PBP replay autograd's graph from a `Tape`
+                                     # recorded once per run (`taped`); False: a fresh autograd trace on every call
                 ):
         if not callable(logdensity):
             raise ValueError("logdensity must be callable")
@@ -69,8 +69,8 @@ class Target:
                       batched=self.batched, tape=self.tape)
 
     def taped(self) -> "Target":
-        """This target for one sampler run, with autograd's gradients replayed from a `Tape` recorded once per input
-        shape (and checked against autograd now and then). Targets with closed-form or user gradients, or built with
+        """This target for one run of an iterative method (a sampler, ADVI, a flow fit, PBP), with autograd's gradients
+        replayed from a `Tape` recorded once per input shape (and checked against autograd now and then). Targets with closed-form or user gradients, or built with
         `tape=False`, are returned as they are. The log density must not change during the run."""
         if (self._vg_batch is not None or self._grad is not None or not self.tape or self._replay is not None
                 or not _TAPE_INTERNALS):

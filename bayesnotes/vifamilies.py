@@ -525,7 +525,7 @@ def fit_flow(logp,                # log joint: autograd function of z (dim,) or 
     "Fit a normalising flow by Adam on the reparameterised ELBO E[log p(f(eps)) - log N(eps) + log|det J_f(eps)|]."
     if not isinstance(q, _Flow):
         raise ValueError(f"q must be a PlanarFlow or CouplingFlow, got {q!r}")
-    t, n, rng = _target(logp, q.dim, other="the flow"), check_count("n_mc", n_mc, 1), as_rng(rng)
+    t, n, rng = _target(logp, q.dim, other="the flow").taped(), check_count("n_mc", n_mc, 1), as_rng(rng)
     f = _batch_logp(t)
     def objective(params, eps):
         z, ld = q.with_params(params).forward(eps)
