@@ -11,6 +11,7 @@ from bayesnotes import targets
 from bayesnotes.targets import Tape, Target, Untraceable, logistic_regression
 from bayesnotes.datasets import load_breast_cancer
 from bayesnotes.mcmc import sample
+from bayesnotes.vi import advi
 
 
 def _check(f, z, n_fast_at_least=1):
@@ -99,6 +100,15 @@ def test_nuts_gives_the_same_draws_with_and_without_the_tape(seed):
                     rng=seed(4)).draws for tape in (True, False)]
     # the forward passes are identical; gradients may differ in the last bits, which 60 transitions do not amplify
     assert np.allclose(draws[0], draws[1], rtol=1e-9, atol=1e-12)
+
+
+def test_advi_gives_the_same_fit_with_and_without_the_tape(seed):
+    "advi tapes its target for the run as the samplers do; 300 Adam steps from the same draws end at the same q."
+    X, y = load_breast_cancer()
+    ag = logistic_regression(X[:120, :6], y[:120]).with_autograd()
+    fits = [advi(Target(ag.fn, ag.dim, batched=True, tape=tape), family="meanfield", n_iter=300, tol_rel_obj=None,
+                 rng=seed(5)).q for tape in (True, False)]
+    assert np.allclose(fits[0].params, fits[1].params, rtol=1e-9, atol=1e-12)
 
 
 def test_a_density_that_branches_on_values_samples_with_plain_autograd(seed):
