@@ -208,7 +208,7 @@ def fig_bayes_estimators(a=2.0,            # posterior Beta(a, b): one success i
                          b=8.0,            # posterior Beta(a, b): second shape
                          eps=0.02,         # half-width of the 0-1 loss window
                          n_draws=20000,  # posterior draws for the sample-based estimates
-                         rng=0,            # numpy Generator or seed
+                         rng=0,            # random generator or seed (SPEC 7)
                         ):
     "A skewed posterior with its mean, median and mode, and the three posterior expected loss curves."
     post = stats.beta(a, b)
@@ -453,7 +453,7 @@ def frequentist_risk(estimator,   # maps a batch of data sets (n_rep, ...) to es
                      theta,       # the true parameter
                      n_rep=2000,  # number of simulated data sets
                      loss=None,   # loss(estimates, theta) -> (n_rep,); None: squared error summed over the last axis
-                     rng=None):   # numpy Generator or seed
+                     rng=None):   # random generator or seed (SPEC 7)
     "Frequentist risk R(theta, delta) = E_{x|theta} L(theta, delta(x)) by simulation."
     rng = as_rng(rng)
     check_count("n_rep", n_rep, 2)
@@ -476,7 +476,7 @@ def fig_james_stein(d=10,         # dimension of the normal mean
                     sigma2=1.0,   # noise variance
                     n_rep=2000,   # simulated data sets per risk point
                     n_binom=20,   # sample size of the binomial (minimax) panel
-                    rng=0):       # numpy Generator or seed
+                    rng=0):       # random generator or seed (SPEC 7)
     "Risk functions: MLE vs James-Stein (simulated and exact) for a normal mean; MLE vs minimax for a binomial."
     rng = as_rng(rng)
     fig, (ax0, ax1) = new_figure(1, 2, width=10, height=3.8)
@@ -553,7 +553,7 @@ def fig_stopping_rule(heads=9,   # observed heads
 
 # %% ../nbs/06_decision.ipynb #9fd56dad
 def separable_data(n=40,   # number of points
-                   rng=0): # numpy Generator or seed
+                   rng=0): # random generator or seed (SPEC 7)
     "Linearly separable 2-d binary data (label = 1 when x1 + x2 / 2 > 0, with a margin), no intercept needed."
     rng = as_rng(rng)
     X = np.empty((0, 2))
@@ -654,7 +654,7 @@ def fig_logistic_prior_predictive(omegas=(10.0, 1.5),               # prior vari
                                   p_feature=0.8,                    # P(x_d = 1)
                                   n=100,                            # examples per simulated data set
                                   n_draws=1000,                     # prior draws per dimension
-                                  rng=0):                           # numpy Generator or seed
+                                  rng=0):                           # random generator or seed (SPEC 7)
     "Implied prior on sigma(alpha), and on the fraction of positive labels as the number of features grows."
     rng = as_rng(rng)
     fig, (ax0, ax1) = new_figure(1, 2, width=10, height=3.6)
@@ -861,7 +861,7 @@ class DigitsLogits(NamedTuple):
 
 def digits_logits(n_train=400,   # training examples (the rest is split evenly into calib / test)
                   l2=1e-4,       # L2 penalty on the weights (small: the fit is deliberately over-confident)
-                  rng=0):        # numpy Generator or seed for the split
+                  rng=0):        # random generator or seed (SPEC 7) for the split
     "Fit multinomial logistic regression to sklearn's 8x8 digits; return logits on train / calib / test."
     key = (n_train, l2, rng) if isinstance(rng, (int, np.integer)) else None
     if key is not None and key in _DIGITS_CACHE:
@@ -1402,7 +1402,7 @@ def conformal_regression_demo(n_train=300,   # training points (Bayesian fit, sc
                               n_cal=1000,    # calibration points
                               n_test=20000,  # test points used to measure coverage
                               alpha=0.1,     # target miscoverage
-                              rng=0):        # numpy Generator or seed
+                              rng=0):        # random generator or seed (SPEC 7)
     "Misspecified Bayesian regression vs four split-conformal methods on heteroscedastic data."
     rng = as_rng(rng)
     (xtr, ytr), (xca, yca), (xte, yte) = (heteroscedastic_data(n, rng) for n in (n_train, n_cal, n_test))
@@ -1436,7 +1436,7 @@ def conformal_regression_demo(n_train=300,   # training points (Bayesian fit, sc
     return ConformalDemo(grid, out, cov, (xca, yca))
 
 def fig_conformal_regression(alpha=0.1,  # target miscoverage
-                             rng=0):      # numpy Generator or seed
+                             rng=0):      # random generator or seed (SPEC 7)
     "Bands of a misspecified Bayesian regression and of split-conformal corrections, with coverages."
     demo = conformal_regression_demo(alpha=alpha, rng=rng)
     fig, axes = new_figure(1, len(demo.bands), width=3.2 * len(demo.bands), height=3.6, sharey=True)
@@ -1461,7 +1461,7 @@ def conformal_coverage_study(n_cal=100,      # calibration-set size
                              alpha=0.1,      # target miscoverage
                              n_splits=400,   # random train / calibration / test splits
                              n_train=200,    # training-set size (the rest of the 442 rows is the test set)
-                             rng=0,          # numpy Generator or seed
+                             rng=0,          # random generator or seed (SPEC 7)
                              progress=False):# show a progress bar
     "Test coverage of split-conformal intervals on sklearn's diabetes data over many random splits."
     rng = as_rng(rng)
@@ -1480,7 +1480,7 @@ def conformal_coverage_study(n_cal=100,      # calibration-set size
 def fig_conformal_coverage(n_cal=100,      # calibration-set size
                            alpha=0.1,      # target miscoverage
                            n_splits=400,   # random splits
-                           rng=0):         # numpy Generator or seed
+                           rng=0):         # random generator or seed (SPEC 7)
     "Histogram of split-conformal test coverage over random splits of the diabetes data."
     cover = conformal_coverage_study(n_cal, alpha, n_splits, rng=rng)
     k = math.ceil((n_cal + 1) * (1 - alpha) - 1e-12)
@@ -1581,7 +1581,7 @@ def sequential_ab_test(rate_a,             # true conversion rate of arm A (simu
                        batch_size=200,     # visitors per arm between looks
                        max_per_arm=20000,  # budget per arm
                        prior=(1.0, 1.0),   # Beta prior of both rates
-                       rng=None,           # numpy Generator or seed
+                       rng=None,           # random generator or seed (SPEC 7)
                       ):
     "Simulate an A/B test that stops as soon as shipping one arm has expected loss below `threshold`."
     rng = as_rng(rng)
@@ -1615,7 +1615,7 @@ def ab_test_study(n_experiments=200,  # simulated experiments
                   threshold=1e-3,     # expected-loss threshold
                   batch_size=200,     # visitors per arm between looks
                   max_per_arm=20000,  # budget per arm
-                  rng=0,              # numpy Generator or seed
+                  rng=0,              # random generator or seed (SPEC 7)
                   progress=False):    # show a progress bar
     "Run many expected-loss-stopped A/B tests with rates drawn from the prior; record regret and final loss."
     rng = as_rng(rng)
@@ -1628,7 +1628,7 @@ def ab_test_study(n_experiments=200,  # simulated experiments
                    np.array([r.stopped for r in res]))
 
 def fig_ab_test(threshold=1e-3,  # expected-loss threshold
-                rng=0):          # numpy Generator or seed
+                rng=0):          # random generator or seed (SPEC 7)
     "Expected-loss trajectories of three simulated A/B tests, and mean regret vs mean expected loss over many."
     rng = as_rng(rng)
     fig, (ax0, ax1) = new_figure(1, 2, width=10, height=3.8)

@@ -390,7 +390,7 @@ def adf_probit(X,                    # design matrix, shape (n, d)
 # %% ../nbs/02_ep.ipynb #c4077658
 def probit_toy_data(n:int=20,      # number of observations
                     theta=(1.5, -1.0), # true coefficients
-                    rng=0,         # numpy Generator or seed
+                    rng=0,         # random generator or seed (SPEC 7)
                    ) -> tuple:
     "Synthetic probit data: X (n, d) standard normal, y in {0, 1} with P(y=1) = Phi(X theta)."
     rng = as_rng(rng)
@@ -608,7 +608,7 @@ def ep_logistic(X,                    # design matrix, shape (n, d)
 # %% ../nbs/02_ep.ipynb #b77dfcf8
 def fig_adf_order(n_orders:int=20, # number of random orderings for ADF
                   passes=(1, 2, 5, 20), # numbers of repeated ADF passes in the right panel
-                  rng=0,           # numpy Generator or seed for the orderings
+                  rng=0,           # random generator or seed (SPEC 7) for the orderings
                  ):
     "ADF depends on the data order and collapses under repeated passes; converged EP does neither."
     rng = as_rng(rng)
@@ -640,7 +640,7 @@ def clutter_data(n:int=20,              # number of observations
                  theta=2.0,             # true mean, scalar or shape (d,)
                  w:float=0.5,           # clutter fraction
                  clutter_var:float=10.0, # variance a of the clutter N(0, a I)
-                 rng=0,                 # numpy Generator or seed
+                 rng=0,                 # random generator or seed (SPEC 7)
                 ) -> np.ndarray:
     "Draw n points from (1 - w) N(theta, I) + w N(0, clutter_var I); shape (n, d)."
     rng = as_rng(rng)
@@ -839,7 +839,7 @@ def noise_precision_data(n:int=20,            # number of observations
                          mu:float=1.0,        # prior mean of the weight
                          tau:float=4.0,       # prior precision of the weight
                          noise_prec:float=2.0, # true noise precision gamma
-                         rng=0,               # numpy Generator or seed
+                         rng=0,               # random generator or seed (SPEC 7)
                         ) -> tuple:
     "Simulate x ~ U(-2, 2), w_i ~ N(mu, 1/tau) per observation, y_i = w_i x_i + N(0, 1/gamma): returns (x, y)."
     rng = as_rng(rng)
@@ -1028,7 +1028,7 @@ def importance_reference(X,                  # design matrix, shape (n, d)
                          proposal=None,      # (mean, cov) of the Gaussian the Student-t proposal is built on; default: EP
                          n_draws:int=20000,  # importance draws
                          df:float=10.0,      # degrees of freedom of the Student-t proposal
-                         rng=0,              # numpy Generator or seed
+                         rng=0,              # random generator or seed (SPEC 7)
                          batch:int=5000,     # draws per vectorised batch (bounds memory)
                         ) -> ISReference:
     "Posterior moments and log evidence of probit/logistic regression by importance sampling with a Student-t proposal."
@@ -1072,7 +1072,7 @@ def _glm_logjoint(X, ys, prior_var, link):
 def compare_separable(data_rng=1,            # seed of chapter 1's `logistic_example`
                       prior_scale:float=10.0, # prior standard deviation of each weight
                       n_iter:int=1500,       # Adam steps for the variational fit
-                      rng=0,                 # numpy Generator or seed for the variational fit and its ELBO
+                      rng=0,                 # random generator or seed (SPEC 7) for the variational fit and its ELBO
                      ) -> dict:
     "EP, Laplace and full-rank VB (chapter 1) on the separable 2-d logistic example: name -> (mean, cov, log Z or ELBO)."
     from bayesnotes.targets import logistic_regression
@@ -1137,7 +1137,7 @@ def fig_laplace_vb_ep(res=None, # optional output of `compare_separable`
 def compare_breast_cancer(link:str="probit",  # "probit" or "logistic"
                           prior_var:float=1.0, # prior variance of every coefficient
                           n_draws:int=20000,  # importance draws for the reference
-                          rng=0,              # numpy Generator or seed for the reference
+                          rng=0,              # random generator or seed (SPEC 7) for the reference
                          ) -> dict:
     "Gaussian approximations of the breast-cancer posterior and an importance-sampling reference, by name."
     from bayesnotes.vi import laplace                                  # chapter 1

@@ -66,7 +66,7 @@ def elliptical_slice(log_lik:Callable,  # vectorised log likelihood: (m, d) arra
                      n_draws:int=1000,  # draws kept per chain
                      n_chains:int=4,    # chains, advanced together with one batched likelihood call per round
                      n_warmup:int=200,  # initial transitions discarded (chains start at prior draws)
-                     rng=None,          # numpy Generator or seed
+                     rng=None,          # random generator or seed (SPEC 7)
                      progress:bool=False, # show a progress bar
                     ) -> np.ndarray:
     "Elliptical slice sampling (Murray et al. 2010) for a Gaussian prior times a likelihood: draws (chain, draw, dim)."
@@ -101,7 +101,7 @@ def synthetic_tournament(n_players:int=6,     # players
                          mu0:float=25.0,      # prior mean of a skill
                          sigma0:float=25 / 3, # prior standard deviation of a skill
                          beta:float=25 / 6,   # performance noise: performance ~ N(skill, beta^2)
-                         rng=0,               # numpy Generator or seed
+                         rng=0,               # random generator or seed (SPEC 7)
                         ) -> Tournament:
     "Skills from the TrueSkill prior, random pairings, and the winner of each game decided by noisy performances."
     rng = as_rng(rng)
@@ -221,7 +221,7 @@ def trueskill(winners,               # index of the winner of each game, shape (
 def trueskill_comparison(tournament:Tournament=None, # games to rate; None: `synthetic_tournament()`
                          n_draws:int=1000,           # elliptical slice draws per chain for the reference
                          n_chains:int=32,            # reference chains
-                         rng=0,                      # numpy Generator or seed for the reference
+                         rng=0,                      # random generator or seed (SPEC 7) for the reference
                         ) -> dict:
     "Factorised and full-covariance EP for TrueSkill and a long elliptical-slice reference: name -> result or draws."
     T = synthetic_tournament() if tournament is None else tournament
@@ -269,7 +269,7 @@ def fig_trueskill(res:dict=None, # output of `trueskill_comparison`; None: run i
 
 # %% ../nbs/02c_ep_models.ipynb #de0c4883
 def gp_toy_1d(n:int=30,       # number of training points
-              rng=0,          # numpy Generator or seed
+              rng=0,          # random generator or seed (SPEC 7)
              ) -> tuple:
     "A 1-d classification toy set: x ~ U(-4, 4) sorted, y ~ Bernoulli(Phi(2.5 sin(1.2 x))) in {0, 1}."
     rng = as_rng(rng)
@@ -447,7 +447,7 @@ def gp_mcmc(K,                  # prior covariance of the latent f at the traini
             n_draws:int=2000,   # draws kept per chain
             n_chains:int=16,    # chains
             n_warmup:int=500,   # discarded transitions per chain
-            rng=None,           # numpy Generator or seed
+            rng=None,           # random generator or seed (SPEC 7)
             progress:bool=False, # show a progress bar
            ) -> GPReference:
     "Long-run elliptical slice sampling of the latent f of a probit GP classifier, with its predictive distribution."
@@ -470,7 +470,7 @@ def gp_comparison(lengthscale:float=1.0, # SE kernel length scale
                   variance:float=16.0,   # SE kernel signal variance
                   n_draws:int=1000,      # reference draws per chain
                   n_chains:int=64,       # reference chains
-                  rng=0,                 # numpy Generator or seed for the reference
+                  rng=0,                 # random generator or seed (SPEC 7) for the reference
                  ) -> dict:
     "EP, Laplace and elliptical-slice MCMC for GP classification of `gp_toy_1d()` on a grid of test inputs."
     x, y = gp_toy_1d()

@@ -573,7 +573,7 @@ class RBPFModel(FeynmanKac):
 def rbpf(model,                  # a `SwitchingLGSSM`
          y,                      # observations (T, dim_y)
          N:int,                  # number of particles
-         rng=None,               # numpy Generator or seed
+         rng=None,               # random generator or seed (SPEC 7)
          proposal:str="prior",   # "prior" (Algorithm 21) or "optimal" (regime drawn given y_t)
          **kwargs):              # passed to `smc` (resampling, ess_threshold, progress)
     "Rao-Blackwellised particle filter (a mixture of Kalman filters) for a switching linear-Gaussian SSM."

@@ -111,7 +111,8 @@ class StateSpaceModel:
 
     def simulate(self,
                  T:int,     # number of time steps
-                 rng=None): # numpy Generator or seed
+                 rng=None,  # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                ):
         "Simulate hidden states (T, dim_x) and observations (T, dim_y)."
         T = check_count("T", T); rng = as_rng(rng)
         xs, ys = np.empty((T, self.dim_x)), np.empty((T, self.dim_y))
@@ -553,7 +554,7 @@ def guided_model(ssm, # a `StateSpaceModel` with `sample_optimal` and `log_predi
 def bootstrap_filter(ssm,      # a `StateSpaceModel`
                      y,        # observations (T, dim_y)
                      N:int,    # number of particles
-                     rng=None, # numpy Generator or seed
+                     rng=None, # random generator or seed (SPEC 7)
                      **kwargs): # passed to `smc` (resampling, ess_threshold, store_history, progress)
     "Run the bootstrap particle filter: `smc(bootstrap_model(ssm, y), N, rng, ...)`."
     return smc(bootstrap_model(ssm, y), N, rng, **kwargs)
@@ -825,7 +826,7 @@ def tempered_smc(log_prior:Callable,   # log prior, vectorised: (N, d) -> (N,)
                  log_lik:Callable,     # log likelihood, vectorised: (N, d) -> (N,)
                  prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
                  N:int,                # number of particles
-                 rng=None,             # numpy Generator or seed
+                 rng=None,             # random generator or seed (SPEC 7)
                  ess_target:float=0.5, # each step keeps ESS = ess_target * N
                  n_mcmc:int=5,         # random-walk Metropolis steps per move
                  resampling:str="systematic", # resampling scheme
@@ -954,7 +955,7 @@ def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
          prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
          data,                  # observations, one per row (T, ...)
          N:int,                 # number of particles
-         rng=None,              # numpy Generator or seed
+         rng=None,              # random generator or seed (SPEC 7)
          ess_threshold:float=0.5, # resample and move when ESS < ess_threshold * N
          **shared,              # the move and resampling settings, as in `tempered_smc`
         ) -> IBISResult:
@@ -1013,7 +1014,7 @@ def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose norm
                 log_prior:Callable,  # theta (d,) -> log prior (-inf outside the support)
                 dim:int,             # dimension of theta
                 N:int,               # particles per likelihood estimate
-                rng=None,            # numpy Generator or seed: ONE stream, used by every particle filter run of this target
+                rng=None,            # random generator or seed (SPEC 7): ONE stream, used by every particle filter run of this target
                 resampling:str="systematic", # resampling scheme
                 ess_threshold:float=0.5):    # adaptive resampling threshold
     "A `Target` whose log density at theta is log p(theta) + log Z_hat(theta), from a fresh particle filter at every call."
@@ -1043,7 +1044,7 @@ def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th:
          log_prior:Callable,   # theta (d,) -> log prior density
          x0,                   # start (d,) for every chain, or (n_chains, d); inside the prior support
          N:int,                # particles per likelihood estimate
-         rng=None,             # numpy Generator or seed; chain c uses its own child stream rng.spawn(n_chains)[c]
+         rng=None,             # random generator or seed (SPEC 7); chain c uses its own child stream rng.spawn(n_chains)[c]
          n_warmup:int=200,     # warm-up iterations (burn-in, or adaptation when adapt=True), discarded
          n_draws:int=500,      # draws kept per chain
          n_chains:int=2,       # chains

@@ -54,7 +54,7 @@ def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,
                    prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
                    N:int,                 # number of particles N = M P (all states of the M chains)
                    P:int=10,              # chain length: M = N / P particles are resampled and each makes P - 1 moves
-                   rng=None,              # numpy Generator or seed
+                   rng=None,              # random generator or seed (SPEC 7)
                    **shared,              # the tempering, resampling and proposal settings, as in `tempered_smc`
                   ) -> TemperedResult:
     "Waste-free SMC with adaptive likelihood tempering: resample M = N/P particles and keep every state of their Metropolis chains."
@@ -204,7 +204,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
             prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
             N:int,                 # number of particles
             eps_min:float,         # final tolerance: the schedule stops when it reaches eps_min
-            rng=None,              # numpy Generator or seed
+            rng=None,              # random generator or seed (SPEC 7)
             alive:float=0.5,       # fraction of the particles that each new tolerance keeps alive
             max_steps:int=100,     # stop after this many tolerances even if eps_min is not reached
             **shared,              # the move and resampling settings, as in `tempered_smc`
@@ -388,7 +388,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
          y,                     # observations (T, dim_y)
          N:int,                 # number of theta-particles
          N_x:int=100,           # particles of each inner bootstrap filter (at the start)
-         rng=None,              # numpy Generator or seed
+         rng=None,              # random generator or seed (SPEC 7)
          ess_threshold:float=0.5, # resample and move the theta-particles when ESS < ess_threshold * N
          nx_double_below:Optional[float]=None, # double N_x (exchange step) after a move whose acceptance is below this; None: never
          **shared,              # the move and resampling settings, as in `tempered_smc`

@@ -286,7 +286,7 @@ def _check_family(q):
 def elbo(logp,                 # log joint density: an autograd-differentiable function of z (dim,) or a `Target`
          q,                    # variational family instance (`MeanFieldGaussian`, `FullRankGaussian`)
          n_mc:int=100,    # Monte Carlo draws from q
-         rng=None,             # numpy Generator or int seed
+         rng=None,             # random generator or seed (SPEC 7)
         ) -> Estimate:
     "Monte Carlo estimate of the ELBO E_q[log p(x, z) - log q(z)] and its standard error."
     q = _check_family(q)
@@ -825,7 +825,7 @@ def cavi_gmm(X,                  # data, shape (N, D)
              nu0=None,           # Wishart degrees of freedom (> D - 1); default D
              n_iter:int=200,     # maximum number of VBEM iterations
              tol:float=1e-10,    # stop when the ELBO rises by less than tol * |ELBO|
-             rng=None,           # numpy Generator or seed (k-means++ initialisation)
+             rng=None,           # random generator or seed (SPEC 7) (k-means++ initialisation)
              resp=None,          # optional initial responsibilities (N, K) instead of k-means
             ) -> VBGMMResult:
     "Variational Bayes EM for a Gaussian mixture with a conjugate Dirichlet-Normal-Wishart prior."
@@ -932,7 +932,7 @@ def _score_terms(G, ell, baseline):
 def score_function_grad(logp,               # log joint: autograd function of z (dim,) or a `Target`
                         q,                  # variational family instance
                         n_mc:int=100,  # draws from q (at least 4 with a baseline)
-                        rng=None,           # numpy Generator or seed
+                        rng=None,           # random generator or seed (SPEC 7)
                         baseline:bool=True, # subtract the cross-fitted optimal constant c_i
                        ) -> GradEstimate:
     "Score-function (REINFORCE) estimate of the ELBO gradient, optionally with a baseline control variate."
@@ -958,7 +958,7 @@ def _path_terms(t, q, eps, stl=False):
 def reparam_grad(logp,              # log joint: autograd function of z (dim,) or a `Target`
                  q,                 # reparameterisable family (`MeanFieldGaussian`, `FullRankGaussian`)
                  n_mc:int=100, # draws of the base noise
-                 rng=None,          # numpy Generator or seed
+                 rng=None,          # random generator or seed (SPEC 7)
                  stl:bool=False,    # sticking the landing: drop the score term instead of using the closed-form entropy
                 ) -> GradEstimate:
     "Reparameterisation (pathwise) estimate of the ELBO gradient: closed-form entropy, or sticking the landing."
@@ -1227,7 +1227,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
          n_iter:int=10000,       # maximum number of Adam steps
          lr=0.1,                 # base Adam step size (decayed, see `decay`), or a function lr(step) used as given
          n_mc:int=10,       # Monte Carlo draws per step (gradient and the per-step ELBO estimate share them)
-         rng=None,               # numpy Generator or seed
+         rng=None,               # random generator or seed (SPEC 7)
          gradient:str="reparam", # "reparam" (pathwise), "stl" (sticking the landing) or "score" (BBVI with a baseline)
          patience:int=None,      # alternative rule: stop when the moving-average ELBO has not improved for this many steps
          window:int=20,          # moving-average window for `patience`
@@ -1347,7 +1347,7 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
         n_iter:int=2000,       # Adam steps
         lr=0.05,               # step size, or a function lr(step) (e.g. Robbins-Monro decay)
         n_mc:int=10,      # Monte Carlo draws of z per step
-        rng=None,              # numpy Generator or seed (draws and minibatches)
+        rng=None,              # random generator or seed (SPEC 7) (draws and minibatches)
         patience:int=None,     # optional moving-average stopping rule, as in `advi`
         window:int=20,         # moving-average window
         average:float=0.,      # Polyak averaging over the last fraction of the iterates, as in `advi`
@@ -1428,7 +1428,7 @@ def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a 
                q,               # variational family instance (the proposal)
                K:int=10,        # importance samples inside the log
                n:int=100,       # independent replicates averaged outside the log
-               rng=None,        # numpy Generator or seed
+               rng=None,        # random generator or seed (SPEC 7)
               ) -> Estimate:
     "Importance-weighted (IWAE) lower bound E[log mean_k w_k] on log p(x), with its standard error."
     q = _check_family(q)
@@ -1564,7 +1564,7 @@ def logistic_predictive(mean,            # posterior mean of the weights, shape 
                         X,               # features, shape (n, d) (or (d,) for one point)
                         method:str="probit", # "probit" (closed form), "mc" (Monte Carlo) or "quad" (Gauss-Hermite)
                         n_mc:int=4000,  # draws for method="mc"
-                        rng=None,            # numpy Generator or seed (method="mc" only)
+                        rng=None,            # random generator or seed (SPEC 7) (method="mc" only)
                        ) -> np.ndarray:
     "Predictive P(y = 1 | x) under a Gaussian posterior N(mean, cov) of logistic-regression weights."
     mean = np.atleast_1d(check_finite("mean", mean))

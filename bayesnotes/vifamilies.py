@@ -516,7 +516,7 @@ def fit_flow(logp,                # log joint: autograd function of z (dim,) or 
              n_iter:int=2000,     # Adam steps
              lr=0.01,             # base Adam step size (decayed, see `decay`), or a function lr(step)
              n_mc:int=64,         # base draws per step
-             rng=None,            # numpy Generator or seed
+             rng=None,            # random generator or seed (SPEC 7)
              decay:float=0.6,     # a numeric lr decays as lr / (1 + t/100)^decay; 0 keeps it constant
              average:float=0.0,   # return the mean of the last `average` fraction of the iterates; 0: last iterate
              callback=None,       # called as callback(step, q) after every step
