@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fastcore.docments import docments
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "bayesnotes"
@@ -34,6 +33,7 @@ def _public_callables(mod, with_bases=False):
 def _undocumented(fn, bases=()):
     """Parameters without a docments comment. An override inherits the comments of the method it overrides, as
     `inspect.getdoc` inherits docstrings: a subclass's M, logG or sample_transition takes the base's arguments."""
+    docments = pytest.importorskip("fastcore.docments").docments   # nbdev's dependency, not the package's
     params = [p for p in inspect.signature(fn).parameters.values() if p.name not in ("self", "cls")]
     if not params:
         return []

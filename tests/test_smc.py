@@ -7,7 +7,6 @@ import inspect
 
 import numpy as np
 import pytest
-from fastcore.docments import docments
 from scipy import stats
 
 from bayesnotes.diagnostics import summary
@@ -561,6 +560,7 @@ def test_sampler_bad_inputs():
 def test_model_hooks_declare_their_signature_docs_and_a_named_error(cls, hooks):
     """The hooks a subclass defines are declared once each: the signature the engine calls, a comment for every
     parameter (from the one glossary `_hook_parameters`, as show_doc renders it) and an error naming the subclass."""
+    docments = pytest.importorskip("fastcore.docments").docments   # nbdev's dependency, not the package's
     class Bare(cls):
         pass
     for name, params in hooks.items():
