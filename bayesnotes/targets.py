@@ -70,8 +70,9 @@ class Target:
 
     def taped(self) -> "Target":
         """This target for one run of an iterative method (a sampler, ADVI, a flow fit, PBP), with autograd's gradients
-        replayed from a `Tape` recorded once per input shape (and checked against autograd now and then). Targets with closed-form or user gradients, or built with
-        `tape=False`, are returned as they are. The log density must not change during the run."""
+        replayed from a `Tape` recorded once per input shape (and checked against autograd now and then). Targets with
+        closed-form or user gradients, or built with `tape=False`, are returned as they are. The log density must not
+        change during the run."""
         if (self._vg_batch is not None or self._grad is not None or not self.tape or self._replay is not None
                 or not _TAPE_INTERNALS):
             return self
