@@ -856,7 +856,7 @@ _DIGITS_CACHE = {}
 class DigitsLogits(NamedTuple):
     "Logits of a softmax-regression digit classifier on three disjoint splits."
     train: tuple   # (logits, labels) used to fit the weights
-    calib: tuple   # (logits, labels) held out: temperature scaling and conformal calibration
+    calib: tuple   # (logits, labels) held out: fitting calibrators (conformal prediction uses half of it)
     test: tuple    # (logits, labels) held out: evaluation
 
 def digits_logits(n_train=400,   # training examples (the rest is split evenly into calib / test)
@@ -930,10 +930,11 @@ def platt_scale(scores,   # (n,) real-valued scores, e.g. log-odds of a binary c
                 labels):  # (n,) binary outcomes in {0, 1}
     "Platt scaling: fit p = sigma(a s + b) by maximum likelihood on held-out data."
     s, y = _binary_scores(scores, labels)
-    def nll(ab):   # sum of log(1 + e^eta) - y eta: convex in (a, b)
-        eta = ab[0] * s + ab[1]
-        return anp.sum(anp.logaddexp(0.0, eta) - y * eta)
-    res = optimize.minimize(value_and_grad(nll), np.array([1.0, 0.0]), jac=True, method="BFGS")
+    Phi = np.column_stack([s, np.ones_like(s)])
+    def nll(ab):   # sum of log(1 + e^eta) - y eta, convex in (a, b), and its gradient Phi^T (sigma(eta) - y)
+        eta = Phi @ ab
+        return np.sum(np.logaddexp(0.0, eta) - y * eta), Phi.T @ (special.expit(eta) - y)
+    res = optimize.minimize(nll, np.array([1.0, 0.0]), jac=True, method="BFGS")
     return PlattScaling(float(res.x[0]), float(res.x[1]))
 
 class HistogramBinning(NamedTuple):
@@ -1574,6 +1575,8 @@ class SequentialABTest(NamedTuple):
     stopped: bool          # True if the threshold was reached (False: ran out of budget)
     losses: np.ndarray     # (n_looks, 2) expected losses of (A, B) at every look
     final_loss: float      # expected loss of the chosen arm at the end
+    prob_worse: float      # posterior probability, at the end, that the chosen arm has the lower rate
+    posterior: tuple       # Beta posteriors ((a_A, b_A), (a_B, b_B)) at the end
 
 def sequential_ab_test(rate_a,             # true conversion rate of arm A (simulates visitors)
                        rate_b,             # true conversion rate of arm B (simulates visitors)
@@ -1600,8 +1603,9 @@ def sequential_ab_test(rate_a,             # true conversion rate of arm A (simu
             break
     losses = np.array(losses)
     j = int(np.argmin(losses[-1]))
+    prob_worse = res.prob_b_better if j == 0 else 1.0 - res.prob_b_better
     return SequentialABTest("AB"[j], len(losses) * int(batch_size), bool(losses[-1, j] < threshold),
-                            losses, float(losses[-1, j]))
+                            losses, float(losses[-1, j]), float(prob_worse), (res.post_a, res.post_b))
 
 class ABStudy(NamedTuple):
     "Many simulated A/B tests whose true rates are drawn from the prior."
@@ -1609,6 +1613,9 @@ class ABStudy(NamedTuple):
     final_loss: np.ndarray   # (R,) posterior expected loss of the chosen arm when the test stopped
     n_per_arm: np.ndarray    # (R,) visitors per arm at the end
     stopped: np.ndarray      # (R,) whether the threshold was reached
+    chosen: np.ndarray       # (R,) index of the shipped arm (0 = A, 1 = B)
+    prob_worse: np.ndarray   # (R,) posterior probability, at the stop, that the shipped arm is the worse one
+    posteriors: np.ndarray   # (R, 2, 2) Beta shapes ((a_A, b_A), (a_B, b_B)) at the stop
 
 def ab_test_study(n_experiments=200,  # simulated experiments
                   prior=(2.0, 38.0),  # Beta prior of both rates, also used to draw the true rates
@@ -1625,9 +1632,11 @@ def ab_test_study(n_experiments=200,  # simulated experiments
     chosen = np.array([0 if r.choice == "A" else 1 for r in res])
     regret = rates.max(axis=1) - rates[np.arange(n_experiments), chosen]
     return ABStudy(regret, np.array([r.final_loss for r in res]), np.array([r.n_per_arm for r in res]),
-                   np.array([r.stopped for r in res]))
+                   np.array([r.stopped for r in res]), chosen, np.array([r.prob_worse for r in res]),
+                   np.array([r.posterior for r in res], dtype=float))
 
 def fig_ab_test(threshold=1e-3,  # expected-loss threshold
+                n_sim=4000,      # posterior draws of the 200 rate pairs for the predicted range of the mean regret
                 rng=0):          # random generator or seed (SPEC 7)
     "Expected-loss trajectories of three simulated A/B tests, and mean regret vs mean expected loss over many."
     rng = as_rng(rng)
@@ -1642,13 +1651,20 @@ def fig_ab_test(threshold=1e-3,  # expected-loss threshold
     ax0.set_xlabel("visitors per arm"); ax0.set_ylabel("expected loss (solid: ship A, dashed: ship B)")
     ax0.legend(frameon=False, fontsize=7); ax0.set_title("stop when one arm's expected loss < threshold")
     st = ab_test_study(threshold=threshold, rng=rng)
-    vals = [st.regret, st.final_loss]
-    means = [v.mean() for v in vals]
-    ses = [v.std(ddof=1) / np.sqrt(len(v)) for v in vals]
-    ax1.bar([0, 1], means, yerr=[2 * s for s in ses], color=[COLORS[1], COLORS[0]], capsize=6, width=0.5)
+    # the regret is 0 for most tests and a spike for the few that shipped the worse arm, so its mean is far from
+    # Gaussian: instead of +/- 2 SE, draw the rates from the posteriors at the stops and take the central 95% of
+    # the simulated mean regret (what the model predicts for it, given the data)
+    R, post = len(st.regret), st.posteriors
+    draws = rng.beta(post[:, :, 0], post[:, :, 1], size=(int(check_count("n_sim", n_sim)), R, 2))
+    sim = (draws.max(-1) - draws[:, np.arange(R), st.chosen]).mean(1)
+    lo, hi = np.quantile(sim, [0.025, 0.975])
+    m_reg, m_loss = st.regret.mean(), st.final_loss.mean()
+    ax1.bar([0, 1], [m_reg, m_loss], color=[COLORS[1], COLORS[0]], width=0.5)
+    ax1.errorbar([1], [m_loss], yerr=[[m_loss - lo], [hi - m_loss]], color="k", capsize=6,
+                 label="95% range of the mean regret\npredicted from the posteriors")
     ax1.set_xticks([0, 1]); ax1.set_xticklabels(["realised regret", "expected loss at stop"])
     ax1.axhline(threshold, color="k", lw=1, ls="--", label="threshold")
-    ax1.set_ylabel("mean over tests (+/- 2 SE)"); ax1.legend(frameon=False)
-    ax1.set_title(f"{len(st.regret)} tests, rates from the Beta(2, 38) prior\n"
-                  f"{100 * np.mean(st.regret == 0):.0f}% shipped the better arm", fontsize=9)
+    ax1.set_ylabel("mean over tests"); ax1.legend(frameon=False, fontsize=8)
+    ax1.set_title(f"{R} tests, rates from the Beta(2, 38) prior: {np.sum(st.regret > 0)} shipped\n"
+                  f"the worse arm (posterior expectation {st.prob_worse.sum():.1f})", fontsize=9)
     return fig
