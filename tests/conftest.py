@@ -15,6 +15,8 @@
   algorithm seed is written `SEED + k`. Seeds that only *define a worked example's data* stay literal;
   assertions on them are about that data set's exact, computed answer. `make seed-sweep` reruns the
   statistical tests for 20 offsets (tools/seed_sweep.py).
+* With `--list-seeded FILE` the node ids of the tests that use the `seed` fixture (directly or through another
+  fixture) are written to FILE at collection: the ones a seed sweep needs to rerun.
 * With `--record-margins DIR` (used by the sweep) every `assert` in tests/ also records its margin (how far
   the statistic is from its bound) into DIR, see tools/margins.py.
 """
@@ -38,6 +40,9 @@ def pytest_addoption(parser):
                      help="shift every algorithm seed of tests/ and notebooks by K (default: $BAYESNOTES_SEED or 0)")
     parser.addoption("--record-margins", default=None, metavar="DIR",
                      help="record the margin of every assert in tests/ into DIR (tools/margins.py)")
+    parser.addoption("--list-seeded", default=None, metavar="FILE",
+                     help="write the node ids of the collected tests that use the `seed` fixture into FILE, one a line "
+                          "(tools/seed_sweep.py: only these change with the offset)")
 
 
 def _seed_offset(config):
@@ -66,6 +71,9 @@ def seed(request):
 
 
 def pytest_collection_modifyitems(session, config, items):
+    listing = config.getoption("list_seeded", None)
+    if listing:    # tests whose random numbers move with --seed-offset (directly or through another fixture)
+        Path(listing).write_text("".join(f"{it.nodeid}\n" for it in items if "seed" in getattr(it, "fixturenames", ())))
     count = 0
     for item in items:
         cell = getattr(item, "cell", None)

@@ -1,6 +1,6 @@
 """Seed sweep: rerun the statistical tests with every algorithm seed shifted, and tabulate failures and margins.
 
-    python tools/seed_sweep.py [PATHS ...] [--offsets 20] [--first 0] [-n 2] [--all-rows]
+    python tools/seed_sweep.py [PATHS ...] [--offsets 20] [--first 0] [-n 2] [--all-rows] [--fast-under S]
 
 For each offset K in first .. first+offsets-1 it runs `pytest PATHS --seed-offset K --record-margins ...`
 (default PATHS: every tests/test_*.py except the site, README and nbdev-sync checks, which use no seeds), then
@@ -11,7 +11,15 @@ prints two tables:
   z = mean / sd, the number of spreads between the typical value and the bound. Rows with z below 4 are shown
   (all rows with --all-rows). A deterministic assertion has sd 0 and z = inf.
 
-Exit status 1 when any run failed. `make seed-sweep` calls this with 20 offsets.
+Long sweep (`--fast-under S`): the first offset runs every test as above and measures each one (junit time: set-up,
+call and tear-down, so a module fixture is charged to the first test that uses it); the later offsets rerun only the
+tests that use the `seed` fixture (the others do not change with the offset; conftest's `--list-seeded`) and took
+under S seconds there. A rare failure (a local optimum reached once in a hundred starts) needs hundreds of offsets to
+be seen at all: at 200 offsets a test that fails with probability p per run fails at least once with probability
+1 - (1 - p)^200 (0.87 for p = 1 %, 0.63 for p = 0.5 %).
+
+Exit status 1 when any run failed. `make seed-sweep` calls this with 20 offsets; `make seed-sweep-long` with
+`--offsets 200 --fast-under 2`.
 """
 import argparse
 import json
@@ -42,7 +50,7 @@ def run(paths, offset, work, jobs, extra):
     cmd += extra
     t = time.time()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    tests = {}
+    tests, times = {}, {}
     if xml.exists():
         for case in ET.parse(xml).getroot().iter("testcase"):
             name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
@@ -50,10 +58,22 @@ def run(paths, offset, work, jobs, extra):
             skipped = any(child.tag == "skipped" for child in case)
             if not skipped:
                 tests[name] = not bad
+                times[name] = float(case.get("time") or 0.0)
     records = []
     for f in sorted(out.glob("*.jsonl")):
         records += [json.loads(line) for line in f.read_text().splitlines()]
-    return tests, records, time.time() - t, proc
+    return tests, records, time.time() - t, proc, times
+
+
+def seeded_tests(paths, work):
+    "Node ids of the tests under `paths` that use the `seed` fixture (tests/conftest.py --list-seeded)."
+    listing = work / "seeded.txt"
+    cmd = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:xdist", "-p", "no:randomly", *paths,
+           "--list-seeded", str(listing)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if not listing.exists():
+        sys.exit(f"could not list the seeded tests:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return set(listing.read_text().split())
 
 
 def summarise(margins):
@@ -77,6 +97,8 @@ def main(argv=None):
     ap.add_argument("--z-show", type=float, default=4.0, help="show assertions with z below this (default 4)")
     ap.add_argument("--keep", default=None, help="keep the records in this folder")
     ap.add_argument("-m", dest="marker", default=None, help="pytest -m expression (e.g. slow)")
+    ap.add_argument("--fast-under", type=float, default=None, metavar="S",
+                    help="after the first offset, rerun only the seeded tests that took under S seconds there")
     args = ap.parse_args(argv)
     paths = args.paths or default_paths()
     extra = ["-m", args.marker] if args.marker else []
@@ -88,10 +110,21 @@ def main(argv=None):
     per_assert_fail = defaultdict(int)
     texts = {}
     offsets = range(args.first, args.first + args.offsets)
+    run_paths = paths
     for k in offsets:
-        tests, records, secs, proc = run(paths, k, work, args.jobs, extra)
+        tests, records, secs, proc, times = run(run_paths, k, work, args.jobs, extra)
         n_bad = sum(not ok for ok in tests.values())
         print(f"offset {k:3d}: {len(tests)} tests, {n_bad} failed, {secs:.0f} s", flush=True)
+        if args.fast_under is not None and k == args.first:
+            seeded = seeded_tests(paths, work)
+            run_paths = sorted(n for n, s in times.items() if n in seeded and s < args.fast_under)
+            if not run_paths:
+                sys.exit(f"no seeded test took under {args.fast_under:g} s")
+            slow = sorted(n for n in times if n in seeded and times[n] >= args.fast_under)
+            (work / "fast_tests.txt").write_text("".join(f"{n}\n" for n in run_paths))
+            print(f"long sweep: {len(run_paths)} of {len(seeded)} seeded tests took under {args.fast_under:g} s "
+                  f"({sum(times[n] for n in run_paths):.0f} s in all at offset {k}); they run at every later offset "
+                  f"(list in {work / 'fast_tests.txt'}); {len(slow)} slower seeded tests ran at this offset only", flush=True)
         if not tests:
             print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n")
         for name, ok in tests.items():
