@@ -5,6 +5,7 @@
 # %% ../nbs/05d_smc_samplers.ipynb #2000703c
 from __future__ import annotations
 import itertools
+import warnings
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -30,17 +31,31 @@ def _rw_factor_scaled(x, W, scale):
     h, L = _rw_factor(x, W, scale)
     return h * L
 
+def _prior_cloud(prior_sample, log_prior, rng, N):
+    "N draws from the prior and their log prior, refusing draws outside the prior's support (log prior -inf)."
+    x = _prior_particles(prior_sample, rng, N)
+    lp = _check_logpdf(log_prior(x), N, "log_prior")
+    if not np.all(np.isfinite(lp)):
+        raise ValueError("prior_sample drew points where log_prior is -inf")
+    return x, lp
+
+def _in_support(log_prior, prop, fn, fill):
+    """The log prior of the proposals prop (n, d), and fn (rows (k, d) -> (k,)) evaluated only at the proposals inside
+    the prior's support, `fill` at the others: a likelihood or a simulator is never called where the prior is zero
+    (a scale proposed below zero, a probability above one), and those proposals are rejected by their log prior -inf."""
+    lp = _check_logpdf(log_prior(prop), len(prop), "log_prior")
+    out, inside = np.full(len(prop), fill, dtype=float), lp > -np.inf
+    if inside.any():
+        out[inside] = fn(prop[inside])
+    return lp, inside, out
+
 def _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, L, n_steps):
     """Lockstep random-walk Metropolis chains, one from each row of x, on prior * lik^lam with the log prior `lp` and log
     likelihood `ll` of x cached: every state (n_steps + 1, M, d) with its (lp, ll), and the mean acceptance."""
     xs, lps, lls, acc = [x], [lp], [ll], []
     for _ in range(n_steps):
         prop = x + rng.standard_normal(x.shape) @ L.T
-        lp_p = _check_logpdf(log_prior(prop), len(x), "log_prior")
-        ll_p = np.full(len(x), -np.inf)
-        inside = lp_p > -np.inf                       # the likelihood is evaluated only inside the prior's support
-        if inside.any():
-            ll_p[inside] = _check_logpdf(log_lik(prop[inside]), int(inside.sum()), "log_lik")
+        lp_p, inside, ll_p = _in_support(log_prior, prop, lambda p: _check_logpdf(log_lik(p), len(p), "log_lik"), -np.inf)
         with np.errstate(invalid="ignore"):           # -inf - (-inf) at rejected points outside the support
             log_ratio = np.where(inside, lp_p - lp + lam * (ll_p - ll), -np.inf)
         ok = np.log(rng.random(len(x))) < log_ratio
@@ -64,8 +79,8 @@ def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,
     _check_sampler_args(log_prior, log_lik, prior_sample, 0, shared["scale"])
     ess_target = float(check_probability("ess_target", check_shape("ess_target", shared["ess_target"], ())))
     scheme, rng, M = _scheme(shared["resampling"]), as_rng(rng), N // P
-    x = _prior_particles(prior_sample, rng, N)
-    lp, ll = _check_logpdf(log_prior(x), N, "log_prior"), _check_logpdf(log_lik(x), N, "log_lik")
+    x, lp = _prior_cloud(prior_sample, log_prior, rng, N)
+    ll = _check_logpdf(log_lik(x), N, "log_lik")
     lambdas, ess_steps, acceptance, log_Z = [0.0], [], [], 0.0
     for t in track(itertools.count(), shared["progress"], desc="waste-free smc"):
         if t > 0:   # move: M ancestors, a chain of P states from each, all N = M P states kept
@@ -188,6 +203,7 @@ class ABCResult(NamedTuple):
     tolerances: np.ndarray    # schedule eps_0 > eps_1 > ... > eps_T
     ess: np.ndarray           # ESS (the number of surviving particles) after each reweighting
     acceptance: np.ndarray    # Metropolis acceptance of each move (n_mcmc steps)
+    reached_eps_min: bool     # False if max_steps ran out first: the particles then target the ABC posterior of tolerances[-1]
 
 def _distances(simulate, rng, theta, s_obs):
     "Euclidean distance between the summaries simulated at each row of theta and s_obs, shape (N,)."
@@ -206,7 +222,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
             eps_min:float,         # final tolerance: the schedule stops when it reaches eps_min
             rng=None,              # random generator or seed (SPEC 7)
             alive:float=0.5,       # fraction of the particles that each new tolerance keeps alive
-            max_steps:int=100,     # stop after this many tolerances even if eps_min is not reached
+            max_steps:int=100,     # stop after this many tolerances even if eps_min is not reached (with a warning)
             **shared,              # the move and resampling settings, as in `tempered_smc`
            ) -> ABCResult:
     "SMC-ABC with a uniform kernel on |s - s_obs| and an adaptive tolerance schedule: particles of the ABC posterior and the ABC evidence."
@@ -220,8 +236,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
     eps_min = float(check_positive("eps_min", check_shape("eps_min", eps_min, ())))
     alive = float(check_probability("alive", check_shape("alive", alive, ())))
     max_steps, scheme, rng = check_count("max_steps", max_steps), _scheme(shared["resampling"]), as_rng(rng)
-    theta = _prior_particles(prior_sample, rng, N)
-    lp = _check_logpdf(log_prior(theta), N, "log_prior")
+    theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
     dist = _distances(simulate, rng, theta, s_obs)
     eps, ess_steps, acceptance, log_Z = [np.inf], [], [], 0.0
     for t in track(range(max_steps), shared["progress"], desc="smc-abc"):
@@ -232,8 +247,8 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
             n_acc = 0
             for _ in range(shared["n_mcmc"]):
                 prop = theta + rng.standard_normal(theta.shape) @ L.T
-                lp_p = _check_logpdf(log_prior(prop), N, "log_prior")
-                d_p = _distances(simulate, rng, prop, s_obs)
+                # simulate only inside the prior's support (elsewhere the distance is inf and the prior ratio 0)
+                lp_p, _, d_p = _in_support(log_prior, prop, lambda p: _distances(simulate, rng, p, s_obs), np.inf)
                 ok = (d_p < eps[-1]) & (np.log(rng.random(N)) < lp_p - lp)   # prior ratio x indicator
                 theta, lp, dist = np.where(ok[:, None], prop, theta), np.where(ok, lp_p, lp), np.where(ok, d_p, dist)
                 n_acc += ok.sum()
@@ -249,7 +264,13 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
         ess_steps.append(float(keep.sum()))
         if eps[-1] <= eps_min:
             break
-    return ABCResult(theta, W, dist, float(log_Z), np.array(eps[1:]), np.array(ess_steps), np.array(acceptance))
+    reached = bool(eps[-1] <= eps_min)
+    if not reached:
+        warnings.warn(f"smc_abc stopped after max_steps={max_steps} tolerances at eps={eps[-1]:.4g}, above "
+                      f"eps_min={eps_min:.4g}: the particles target the ABC posterior of eps={eps[-1]:.4g} "
+                      "(raise max_steps, or lower alive)", RuntimeWarning, stacklevel=3)
+    return ABCResult(theta, W, dist, float(log_Z), np.array(eps[1:]), np.array(ess_steps), np.array(acceptance),
+                     reached)
 
 # %% ../nbs/05d_smc_samplers.ipynb #36622b45
 def gaussian_abc_example(n:int=20,           # observations y_1..n ~ N(theta, 1)
@@ -406,10 +427,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
     if y.ndim != 2 or len(y) == 0 or not np.all(np.isfinite(y)):
         raise ValueError(f"y must be a finite array of shape (T, dim_y) with T >= 1, got shape {y.shape}")
     scheme, rng = _scheme(shared["resampling"]), as_rng(rng)
-    theta = _prior_particles(prior_sample, rng, N)
-    lp = _check_logpdf(log_prior(theta), N, "log_prior")
-    if not np.all(np.isfinite(lp)):
-        raise ValueError("prior_sample drew points where log_prior is -inf")
+    theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
     filt, ssm = _Filters(None, None, np.zeros(N)), ssm_of(np.repeat(theta, Nx, axis=0))
     logW, log_Z, cost = np.full(N, -np.log(N)), 0.0, 0
     ess_steps, moves, acceptance, n_x, means, variances = [], [], [], [], [], []

@@ -75,6 +75,32 @@ def test_unscented_transform_matches_monte_carlo_on_a_nonlinear_map(seed):
     assert np.all(np.abs(polar(m[None])[0] - Y.mean(0)) > 20 * se)
 
 
+def test_unscented_transform_and_the_cubature_rule():
+    """alpha = 1, kappa = 0 puts the sigma points at m +- sqrt(d) L_i with zero mean weight on the centre, as the spherical
+    cubature rule (2d points, equal weights 1/(2d)): mean and cross-covariance agree for any beta, the covariance only for
+    beta = 0; otherwise it gains beta (g(m) - mean)(g(m) - mean)^T. Catches a central covariance weight that drops the
+    1 - alpha^2 + beta term, or a cubature claim that holds only for the mean."""
+    m, P = np.array([1.0, 0.6, -0.3]), np.array([[0.3, 0.05, 0.0], [0.05, 0.25, 0.1], [0.0, 0.1, 0.4]])
+    g = lambda X: np.column_stack([X[:, 0] * np.cos(X[:, 1]), X[:, 0] * np.sin(X[:, 1]), np.exp(X[:, 2])])
+    d, L = len(m), np.linalg.cholesky(P)
+    X = np.vstack([m + np.sqrt(d) * L.T, m - np.sqrt(d) * L.T])
+    Y = g(X)
+    c_mean = Y.mean(0)
+    c_cov, c_cross = (Y - c_mean).T @ (Y - c_mean) / (2 * d), (X - m).T @ (Y - c_mean) / (2 * d)
+    mean, cov, cross = unscented_transform(g, m, P, alpha=1.0, beta=0.0, kappa=0.0)
+    np.testing.assert_allclose(mean, c_mean, rtol=1e-12)
+    np.testing.assert_allclose(cov, c_cov, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(cross, c_cross, rtol=1e-12, atol=1e-14)
+    dev = g(m[None])[0] - c_mean
+    for beta in (2.0, 0.5):
+        mean, cov, cross = unscented_transform(g, m, P, alpha=1.0, beta=beta, kappa=0.0)
+        np.testing.assert_allclose(mean, c_mean, rtol=1e-12)
+        np.testing.assert_allclose(cross, c_cross, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(cov, c_cov + beta * np.outer(dev, dev), rtol=1e-12, atol=1e-14)
+        assert np.abs(cov - c_cov).max() > 1e-3               # a real difference, not rounding
+    assert sigma_points(m, P, 1.0, 2.0, 0.0).wc[0] == 2.0 and sigma_points(m, P, 1.0, 2.0, 0.0).wm[0] == 0.0
+
+
 def test_ekf_jacobians_by_autograd_on_the_pendulum():
     "The EKF's prediction covariance uses the exact Jacobian of the pendulum map: F P F^T + Q at one step."
     ssm = pendulum_ssm(delta=0.05, g=9.81)

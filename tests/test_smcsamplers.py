@@ -4,6 +4,7 @@ Kalman likelihoods on a grid), their building blocks, and input validation.
 Every statistical bound is a Student-t quantile of the mean of R independent runs (its standard error estimated from
 the runs' spread), at the false-alarm probability stated next to it, plus an explicit allowance for a known bias."""
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -150,8 +151,56 @@ def test_smc_abc_matches_exact_abc_posterior(seed):
     # log of an (almost) unbiased estimate: downward bias about half its variance, added as allowance
     assert abs(le.mean() - logZ) < k * le.std(ddof=1) / np.sqrt(R) + le.var() / 2, (le.mean(), logZ)
     for r in runs[:3]:
-        assert r.tolerances[-1] == eps and np.all(np.diff(r.tolerances) < 0)
+        assert r.reached_eps_min and r.tolerances[-1] == eps and np.all(np.diff(r.tolerances) < 0)
         assert np.all(r.distances[r.weights > 0] < eps) and np.all(r.ess >= 1000)
+
+
+def test_smc_abc_never_simulates_outside_the_prior_support(seed):
+    """theta is a scale (prior Exp(1)) and the simulator refuses theta <= 0, as numpy's samplers do for a negative scale.
+    Random-walk proposals below zero happen (recorded through log_prior) and must be rejected without a simulation;
+    the result must still be the exact ABC posterior, from quadrature: s = sample sd of n draws of N(0, theta^2), so
+    (n - 1) s^2 / theta^2 ~ chi^2_{n-1} and P(|s - s_obs| < eps | theta) is a difference of chi^2 CDFs. Catches a
+    sampler that simulates before checking the support (ValueError from the simulator) or that mishandles the
+    rejected proposals (a wrong mean or sd)."""
+    n, s_obs, eps, R = 30, 0.3, 0.02, 10
+    seen = []
+    def simulate(rng, th):
+        if np.any(th[:, 0] <= 0):
+            raise ValueError(f"scale must be positive, got {th[:, 0].min()}")
+        return (th[:, :1] * rng.standard_normal((len(th), n))).std(1, ddof=1, keepdims=True)
+    def log_prior(th):
+        seen.append(th[:, 0].min())
+        return stats.expon.logpdf(th[:, 0])
+    prior_sample = lambda rng, N: rng.exponential(1.0, (N, 1))
+    grid = np.linspace(1e-4, 2, 40001)
+    F = lambda x: stats.chi2.cdf(x, n - 1)
+    p = stats.expon.pdf(grid) * (F((n - 1) * (s_obs + eps) ** 2 / grid ** 2) - F((n - 1) * (s_obs - eps) ** 2 / grid ** 2))
+    p /= np.trapezoid(p, grid)
+    mean = np.trapezoid(grid * p, grid)
+    sd = np.sqrt(np.trapezoid((grid - mean) ** 2 * p, grid))
+    runs = [smc_abc(simulate, [s_obs], log_prior, prior_sample, 1000, eps, rng=seed(400 + s), n_mcmc=2) for s in range(R)]
+    assert min(seen) < 0                                  # the guard was exercised: proposals below zero were made
+    m = np.array([r.weights @ r.particles[:, 0] for r in runs])
+    s = np.array([np.sqrt(r.weights @ (r.particles[:, 0] - mr) ** 2) for r, mr in zip(runs, m)])
+    k = t_bound(R, 1e-6 / 2)    # 2 comparisons, family-wise false alarm 1e-6
+    assert abs(m.mean() - mean) < k * m.std(ddof=1) / np.sqrt(R), (m.mean(), mean)
+    # plug-in sd of >= 500 alive particles: O(1/n) downward bias, allowance 0.01 sd as in the Gaussian test
+    assert abs(s.mean() - sd) < k * s.std(ddof=1) / np.sqrt(R) + 0.01 * sd, (s.mean(), sd)
+    assert all(r.reached_eps_min and r.tolerances[-1] == eps and np.all(r.particles[r.weights > 0] > 0) for r in runs)
+
+
+def test_smc_abc_reports_a_tolerance_it_did_not_reach(seed):
+    """max_steps running out before eps_min is not silent: a RuntimeWarning names the final tolerance and the result
+    says reached_eps_min=False; a run that reaches eps_min says True and does not warn."""
+    s_obs, simulate, log_prior, prior_sample = gaussian_abc_example()
+    with pytest.warns(RuntimeWarning, match="eps_min"):
+        r = smc_abc(simulate, s_obs, log_prior, prior_sample, 500, 0.001, rng=seed(12), max_steps=2)
+    assert not r.reached_eps_min and len(r.tolerances) == 2 and r.tolerances[-1] > 0.001
+    assert np.all(r.distances[r.weights > 0] < r.tolerances[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = smc_abc(simulate, s_obs, log_prior, prior_sample, 500, 0.3, rng=seed(13))
+    assert r.reached_eps_min and r.tolerances[-1] == 0.3
 
 
 def test_smc_abc_bad_inputs():
@@ -168,6 +217,8 @@ def test_smc_abc_bad_inputs():
         smc_abc(lambda rng, th: np.zeros((len(th), 3)), s_obs, log_prior, prior_sample, 100, 0.1)
     with pytest.raises(ValueError, match="max_steps"):
         smc_abc(simulate, s_obs, log_prior, prior_sample, 100, 0.1, max_steps=0)
+    with pytest.raises(ValueError, match="prior_sample"):      # a prior draw outside the prior's own support
+        smc_abc(simulate, s_obs, lambda th: np.where(th[:, 0] > 0, 0.0, -np.inf), prior_sample, 100, 0.1)
 
 
 # ---------------------------------------------------------------- SMC^2
