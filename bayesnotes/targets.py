@@ -5,6 +5,7 @@
 # %% ../nbs/00b_targets.ipynb #e1ed8983
 from __future__ import annotations
 import warnings
+from collections import Counter
 from contextlib import contextmanager
 from functools import partial
 from typing import Callable
@@ -16,8 +17,9 @@ import autograd.numpy as anp
 from autograd import make_vjp
 try:   # the autograd internals the tape records and replays with (each checked in tests/test_tape.py)
     from autograd.core import VJPNode, add_outgrads, primitive_vjps, sparse_object_types
+    from autograd.builtins import SequenceBox
     from autograd.numpy.numpy_boxes import ArrayBox
-    from autograd.tracer import Node, notrace_primitives, trace
+    from autograd.tracer import Node, box_type_mappings, notrace_primitives, trace
     from autograd.util import toposort
     _TAPE_INTERNALS = True
 except ImportError:    # an autograd without them: every target keeps plain autograd (`Target.taped` returns it)
@@ -70,9 +72,9 @@ class Target:
 
     def taped(self) -> "Target":
         """This target for one run of an iterative method (a sampler, ADVI, a flow fit, PBP), with autograd's gradients
-        replayed from a `Tape` recorded once per input shape (and checked against autograd now and then). Targets with
-        closed-form or user gradients, or built with `tape=False`, are returned as they are. The log density must not
-        change during the run."""
+        replayed from a `Tape` recorded once per input shape (and checked against autograd at replays 1, 2, 4, 8, ...).
+        Targets with closed-form or user gradients, or built with `tape=False`, are returned as they are. The log density
+        must not change during the run; one whose control flow reads values (an `if`, a `try`/`except`) keeps autograd."""
         if (self._vg_batch is not None or self._grad is not None or not self.tape or self._replay is not None
                 or not _TAPE_INTERNALS):
             return self
@@ -170,12 +172,16 @@ def as_target(target,        # a `Target`, or a log density of one point (dim,) 
 
 # %% ../nbs/00b_targets.ipynb #tape-code
 class Untraceable(Exception):
-    "A log density that cannot be recorded once and replayed: its Python control flow reads traced values, a primitive has no VJP, or the output does not depend on the input."
+    "A log density that cannot be recorded once and replayed: its Python control flow reads traced values (an `if` on them, or an exception it raises and catches), a primitive has no VJP, or the output does not depend on the input."
 
 class _Recorded(Node):
     "An autograd node that keeps what its primitive was called with (function, arguments, which of them were traced)."
     __slots__ = ["fun", "args", "kwargs", "argnums", "parents", "shape", "dtype"]
     def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+        if type(value) not in box_type_mappings:     # autograd could not box it: np.bool from `x[0] > 0`, an index
+            _note("refused")
+            raise Untraceable(f"{_BRANCHES} (a traced primitive gave a {type(value).__name__}, as `if x[0] > 0` does)")
+        _note("ended", fun)
         self.fun, self.args, self.kwargs, self.argnums, self.parents = fun, args, kwargs, parent_argnums, parents
         try:
             self.shape, self.dtype = np.shape(value), np.result_type(value)
@@ -187,26 +193,82 @@ class _Recorded(Node):
 
 _BRANCHES = "the function's control flow depends on the input's values"
 _BOX_BOOL = ArrayBox.__bool__ if _TAPE_INTERNALS else None
-_recordings = [0]        # recordings under way (nested ones included)
+_active = []             # the ledgers of the recordings under way (nested ones included; innermost last)
+
+class _Ledger:
+    """What one recording saw: the primitives begun on a recorded box and those that returned a value, by name (the
+    difference raised), the truth values refused, and the primitives run while f itself made floating-point errors
+    raise. `entry`: numpy's errstate and the first warnings filter when the recording called f."""
+    def __init__(self):
+        self.begun, self.ended, self.refused, self.strict = Counter(), Counter(), 0, 0
+        self.entry = (np.geterr(), warnings.filters[0])
+
+def _note(what, fun=None):
+    "Count an event in the ledger of every recording under way: a primitive `fun` begun or ended, or a refusal."
+    for ledger in _active:
+        if what == "refused":
+            ledger.refused += 1
+        else:
+            getattr(ledger, what)[getattr(fun, "__name__", repr(fun))] += 1
+            if what == "begun":
+                ledger.strict += _raises_on_fp_errors(ledger.entry)
 
 def _refuse(self):
     "bool() of an autograd box: refused for a box being recorded, autograd's own answer for any other."
     if isinstance(self._node, _Recorded):
+        _note("refused")
         raise Untraceable(f"{_BRANCHES} (a traced array in `if`, `while`, `bool()` or `max()`)")
     return _BOX_BOOL(self)
 
+def _iterate(self):
+    "Iteration over a box, by index up to its length: Python's default goes on to the index that raises IndexError."
+    return (self[i] for i in range(len(self)))
+
+def _raises_on_fp_errors(entry):
+    "Whether numpy's errstate or a warnings filter 'error' now turns floating-point errors into exceptions, and did not at `entry`."
+    err, first = entry
+    now = np.geterr()
+    if now != err and any(v in ("raise", "call") and err[k] != v for k, v in now.items()):
+        return True
+    for flt in warnings.filters:              # the filters f put in front of the recorder's own "ignore"
+        if flt == first:
+            return False
+        if flt[0] == "error":
+            return True
+    return False
+
+class _Watch(set):
+    """autograd's `notrace_primitives[_Recorded]`. For every primitive called on a recorded box, autograd asks it whether
+    to leave the call out of the graph (never), before running the primitive: each question is a primitive begun, and
+    `_Recorded.__init__` notes those that returned."""
+    def __contains__(self, fun):
+        _note("begun", fun)
+        return False
+
+if _TAPE_INTERNALS:
+    notrace_primitives[_Recorded] = _Watch()
+_ITERLESS = [c for c in (ArrayBox, SequenceBox) if "__iter__" not in vars(c)] if _TAPE_INTERNALS else []
+
 @contextmanager
 def _recording():
-    "While recording, a recorded array used as a truth value raises `Untraceable` (plain autograd would read its value)."
-    if _recordings[0] == 0:
+    """While recording, a recorded array used as a truth value raises `Untraceable` (plain autograd would read its value),
+    iterating over a box stops at its length (no IndexError to catch) and autograd's warnings are silenced; yields the
+    recording's `_Ledger`."""
+    if not _active:
         ArrayBox.__bool__ = _refuse
-    _recordings[0] += 1
+        for box in _ITERLESS:
+            box.__iter__ = _iterate
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # autograd warns when the output does not depend on the input
+            _active.append(_Ledger())
+            yield _active[-1]
     finally:
-        _recordings[0] -= 1
-        if _recordings[0] == 0:
+        _active.pop()
+        if not _active:
             ArrayBox.__bool__ = _BOX_BOOL
+            for box in _ITERLESS:
+                del box.__iter__
 
 def _unbroadcast(g, shape):
     "Sum a gradient g that was broadcast from `shape` back to `shape`."
@@ -292,7 +354,8 @@ class Tape:
     numpy functions in the recorded order, the reverse pass applies their VJPs (plain numpy for common primitives,
     autograd's own for the rest) and seeds it with ones, so a batched f gets every row's gradient. Like a JIT trace,
     the replay holds only while f is the same function: its constants (data, hyper-parameters) are those it read at
-    recording, and its Python control flow may not depend on values (recording raises `Untraceable` if it does)."""
+    recording, and its Python control flow may not depend on values. Recording raises `Untraceable` if it does: a
+    traced value used as a truth value, or an exception raised while computing on the input that f catches."""
     def __init__(self,
                  f:Callable, # function of one array written with autograd.numpy: scalar, or one value per row if batched
                  x,          # an input of the shape the tape will be replayed at
@@ -300,14 +363,22 @@ class Tape:
         if not _TAPE_INTERNALS:
             raise Untraceable(f"autograd {autograd.__version__} lacks the internals the tape records with")
         x = np.asarray(x, dtype=float)
-        with _recording(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")      # autograd warns when the output does not depend on the input
-            try:
-                _, end = trace(_Recorded.new_root(), f, x)
-            except TypeError as err:             # a traced test gave a scalar (np.bool), as `if x[0] > 0` does
-                if "Can't differentiate w.r.t. type" not in str(err):
-                    raise
-                raise Untraceable(f"{_BRANCHES} ({err})") from None
+        with _recording() as seen:
+            _, end = trace(_Recorded.new_root(), f, x)
+        # f returned, but an exception may have been raised on the way and caught by f (try/except as control flow):
+        # the graph then holds the branch this input took, and a replay could not take the other one
+        raised = seen.begun - seen.ended
+        if seen.refused:
+            raise Untraceable(f"{_BRANCHES}: a test of a traced value was refused, and the function caught the refusal")
+        if raised:
+            raise Untraceable(f"{', '.join(raised)} raised on the traced input and the function caught the exception "
+                              "(try/except as control flow)")
+        if seen.ended - seen.begun:
+            raise Untraceable(f"autograd {autograd.__version__} did not report the primitives it ran, so an exception "
+                              "caught inside the function could not be detected")
+        if seen.strict:
+            raise Untraceable("the function makes floating-point errors raise (np.errstate or a warnings filter "
+                              "'error'), which a replay, run under the caller's settings, would not do")
         if end is None:
             raise Untraceable("the output does not depend on the input")
         nodes = list(toposort(end))[::-1]       # forward order: the input first, the output last
@@ -373,32 +444,46 @@ def _autograd_ones(f, x):
 class _Replay:
     """Value and gradient of f for one sampler run: plain autograd for the first `record_at - 1` calls at a shape,
     then a `Tape` recorded at that shape and replayed, checked against autograd at the recording and again at replays
-    1, 2, 4, 8, ... of it; a disagreement (f changed, or reads state the tape froze) warns and returns to autograd."""
+    1, 2, 4, 8, ... of it (the replays in between are used unchecked). Plain autograd for the rest of the run once a
+    recording is refused (`Untraceable`), silently, or once a check disagrees (f changed, or reads state the tape
+    froze) or a replay raises (a try/except in f would take another branch), with a warning."""
     def __init__(self, f, record_at=3):
-        self.f, self.record_at, self.calls, self.tapes = f, record_at, {}, {}
+        self.f, self.record_at, self.calls, self.tapes, self.plain = f, record_at, {}, {}, False
+
+    def _stop(self, why):
+        "Warn that the tape is dropped, and use plain autograd for the rest of the run."
+        warnings.warn(f"the replayed autograd tape {why}; using plain autograd from here on", RuntimeWarning,
+                      stacklevel=4)
+        self.plain = True
 
     def __call__(self, x):
+        if self.plain:
+            return _autograd_ones(self.f, x)
         key = np.shape(x)
         n = self.calls[key] = self.calls.get(key, 0) + 1
         tape = self.tapes.get(key)
-        if tape is None and n == self.record_at:
+        if tape is None:
+            if n < self.record_at:
+                return _autograd_ones(self.f, x)
             try:
                 tape = self.tapes[key] = Tape(self.f, x)
             except Exception:               # Untraceable, or an error plain autograd will raise again below
-                tape = self.tapes[key] = False
-        if not tape:
+                self.plain = True
+                return _autograd_ones(self.f, x)
+        try:
+            out = tape(x)
+        except Exception as err:            # a primitive failed that did not at the recording: f may catch it
+            self._stop(f"raised {type(err).__name__} ({err}) where the recording did not (the log density's "
+                       "try/except takes another branch here, or it fails here)")
             return _autograd_ones(self.f, x)
-        out = tape(x)
         k = n - self.record_at
         if k & (k - 1) == 0:                # the recording and replays 1, 2, 4, 8, ...: compare with autograd
             ref = _autograd_ones(self.f, x)
             if not (np.allclose(out[0], ref[0], rtol=1e-12, atol=0, equal_nan=True)
                     and np.allclose(out[1], ref[1], rtol=1e-9, atol=1e-12 * max(1.0, np.nanmax(np.abs(ref[1]), initial=0)),
                                     equal_nan=True)):
-                warnings.warn("the replayed autograd tape disagrees with autograd (the log density changed during the "
-                              "run, or reads state it does not receive as input); using plain autograd from here on",
-                              RuntimeWarning, stacklevel=3)
-                self.tapes[key] = False
+                self._stop("disagrees with autograd (the log density changed during the run, or reads state it does "
+                           "not receive as input)")
                 return ref
         return out
 

@@ -126,7 +126,8 @@ def test_the_autograd_internals_the_tape_uses_exist():
     import importlib
     import autograd
     used = {"autograd.core": ["VJPNode", "add_outgrads", "primitive_vjps", "sparse_object_types"],
-            "autograd.numpy.numpy_boxes": ["ArrayBox"], "autograd.tracer": ["Node", "notrace_primitives", "trace"],
+            "autograd.numpy.numpy_boxes": ["ArrayBox"], "autograd.builtins": ["SequenceBox"],
+            "autograd.tracer": ["Node", "box_type_mappings", "notrace_primitives", "trace"],
             "autograd.util": ["toposort"]}
     for module, names in used.items():
         for name in names:
@@ -134,6 +135,11 @@ def test_the_autograd_internals_the_tape_uses_exist():
     assert targets._TAPE_INTERNALS
     from autograd.numpy.numpy_boxes import ArrayBox
     assert "__bool__" in dir(ArrayBox)      # recording swaps it to refuse value-dependent control flow
+    # autograd asks notrace_primitives[node type] about every primitive before running it: the recorder counts the
+    # primitives begun there and those that returned (a difference is an exception caught inside f)
+    with targets._recording() as seen:
+        targets.trace(targets._Recorded.new_root(), lambda z: anp.sum(anp.exp(z) * 2.0), np.ones(3))
+    assert seen.begun == seen.ended and sum(seen.begun.values()) == 3
 
 
 def test_primitives_with_tuple_values_replay_through_autograds_vjps(seed):
@@ -150,3 +156,164 @@ def test_primitives_with_tuple_values_replay_through_autograds_vjps(seed):
         x = rng.normal(size=2) * 0.5 + np.array([0.0, 1.0])
         v, g = tape(x)
         assert np.array_equal(v, f(x)) and np.allclose(g, grad(f)(x), rtol=1e-12, atol=1e-13)
+
+
+# A log density that uses try/except as control flow: a correlation r = x[0] outside (-1, 1) makes the 2 x 2 matrix
+# indefinite, numpy's Cholesky raises and the density takes its `except` branch (a penalty that still depends on x,
+# so a recording on that branch is not refused for an output independent of the input).
+def _corr_density(x):
+    S = anp.array([[1.0, x[0]], [x[0], 1.0]]) * 1.0
+    try:
+        L = anp.linalg.cholesky(S)
+        z = anp.linalg.solve(L, x[1:])
+        return -0.5 * anp.sum(z**2) - anp.sum(anp.log(anp.diag(L))) - 2.0 * x[0]**2
+    except np.linalg.LinAlgError:
+        _EXCEPT_CALLS[0] += 1                   # counted, so that a test can tell the branch was taken
+        return -1e3 - 10.0 * x[0]**2
+
+_EXCEPT_CALLS = [0]
+
+
+def _errstate_density(x):
+    "The same pattern with floating-point errors made to raise inside f: the replay runs under the caller's errstate."
+    with np.errstate(invalid="raise", divide="raise"):
+        try:
+            return anp.sum(anp.log(x)) - anp.sum(x)
+        except FloatingPointError:
+            return -1e3 - anp.sum(x**2)
+
+
+def _warnings_density(x):
+    "...and with numpy's RuntimeWarning made an error inside f (a filter the replay does not see)."
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            return anp.sum(anp.log(x)) - anp.sum(x)
+        except RuntimeWarning:
+            return -1e3 - anp.sum(x**2)
+
+
+def _inside(f):
+    "A point on the `try` branch of each density above."
+    return np.array([0.3, 0.5, -0.2]) if f is _corr_density else np.array([0.5, 1.5, 2.0])
+
+
+def _outside(f, rng):
+    "A random point on the `except` branch."
+    if f is _corr_density:
+        return np.array([rng.choice([-1, 1]) * rng.uniform(1.1, 2.0), *rng.normal(size=2)])
+    return np.abs(rng.normal(size=3)) * np.where(np.arange(3) == rng.integers(3), -1.0, 1.0)
+
+
+def _plain(f, x):
+    "Value and gradient by a fresh autograd trace (what the target gives with tape=False)."
+    return Target(f, 3, tape=False).value_and_grad(x)
+
+
+DENSITIES = [_corr_density, _errstate_density, _warnings_density]
+
+
+@pytest.mark.parametrize("f", DENSITIES, ids=lambda f: f.__name__)
+def test_a_density_with_try_except_gives_autograds_values_under_the_tape(f, seed):
+    """Recorded on the try branch, then evaluated on both branches in a random order: every call gives autograd's
+    value and gradient. Catches a replay that raises (LinAlgError) or keeps the try branch (nan or a wrong value where
+    f's own errstate or warnings filter would have raised)."""
+    import warnings
+    rng = np.random.default_rng(seed(7))
+    t = Target(f, 3).taped()
+    near = lambda: _inside(f) + rng.uniform(0, 0.2, 3)
+    # calls 1-2 plain, 3 recorded, replays 1-2 checked (all on the try branch); replay 3, unchecked, leaves it
+    xs = [_inside(f)] * 3 + [near(), near(), _outside(f, rng)] + [near() if rng.random() < 0.5 else _outside(f, rng)
+                                                                 for _ in range(30)]
+    with warnings.catch_warnings(), np.errstate(divide="warn", invalid="warn"):   # numpy's defaults, stated
+        warnings.simplefilter("ignore", RuntimeWarning)   # the replayer's warning when it falls back
+        for x in xs:
+            v, g = t.value_and_grad(x)
+            v0, g0 = _plain(f, x)
+            assert v == v0 and np.allclose(g, g0, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("f", DENSITIES, ids=lambda f: f.__name__)
+def test_a_recording_that_takes_an_except_branch_is_refused_and_never_replayed(f, seed):
+    """Recorded where f's try block raised and f caught it: the tape is refused, and the taped target gives autograd's
+    value at every later call. The old replayer kept the except branch between its checks (replays 3, 5-7, 9-15...)."""
+    rng = np.random.default_rng(seed(8))
+    bad = _outside(f, rng)
+    with np.errstate(divide="warn", invalid="warn"):           # numpy's defaults, stated
+        with pytest.raises(Untraceable, match="raised on the traced input"):
+            Tape(f, bad)
+        t = Target(f, 3).taped()
+        for x in [_inside(f)] * 2 + [bad] * 3 + [_inside(f) + rng.uniform(0, 0.2, 3) for _ in range(20)]:
+            assert t.value_and_grad(x)[0] == _plain(f, x)[0]
+
+
+@pytest.mark.parametrize("f", DENSITIES[1:], ids=lambda f: f.__name__)
+def test_a_density_that_makes_floating_point_errors_raise_is_not_recorded(f):
+    "Even where its try block succeeds: the replay runs under the caller's errstate and filters, not under f's."
+    with np.errstate(divide="warn", invalid="warn"), pytest.raises(Untraceable, match="floating-point errors raise"):
+        Tape(f, _inside(f))
+
+
+def test_a_refused_truth_value_caught_by_the_density_is_still_refused():
+    "A bare `except` around value-dependent control flow would swallow the recorder's refusal and record the except branch."
+    def sneaky(x):
+        try:
+            return anp.sum(x**2) if x[0] > 0 else anp.sum(x)
+        except Exception:
+            return anp.sum(x**3)
+    with pytest.raises(Untraceable):
+        Tape(sneaky, np.ones(2))
+    t = Target(sneaky, 2).taped()
+    for x in [np.ones(2)] * 3 + [np.array([0.5, 2.0])] * 5:
+        assert np.allclose(t.grad(x), 2 * x)
+
+
+def test_a_replay_that_raises_falls_back_to_autograd_for_the_rest_of_the_run(monkeypatch):
+    "Recorded on the try branch; a replay whose Cholesky fails warns, returns autograd's answer and stops replaying."
+    t = Target(_corr_density, 3).taped()
+    good, bad = _inside(_corr_density), np.array([1.5, 0.2, -0.3])
+    for _ in range(3):
+        t.value_and_grad(good)                     # plain, plain, recorded (on the try branch)
+    with pytest.warns(RuntimeWarning, match="raised LinAlgError"):
+        v, g = t.value_and_grad(bad)               # replay 1
+    v0, g0 = _plain(_corr_density, bad)
+    assert v == v0 and np.allclose(g, g0)
+    replays = []
+    monkeypatch.setattr(Tape, "__call__", lambda self, x: replays.append(1))
+    for x in (good, bad, good):
+        assert t.value_and_grad(x)[0] == _plain(_corr_density, x)[0]
+    assert not replays                             # plain autograd from here on
+
+
+def test_hmc_on_a_try_except_density_gives_the_same_draws_with_and_without_the_tape(seed):
+    """The public sampler, started near r = +-0.9 so that leapfrog steps cross |r| = 1 and the density's except branch
+    answers: the draws are those of plain autograd (the old replayer raised LinAlgError here at every seed tried)."""
+    import warnings
+    x0 = np.array([[0.9, 0.0, 0.0], [-0.9, 0.5, -0.5]])
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # the replayer's fallback; autograd's "output independent of input"
+        for tape in (True, False):
+            _EXCEPT_CALLS[0] = 0
+            runs.append(sample("hmc", Target(_corr_density, 3, tape=tape), x0=x0, n_warmup=0, n_draws=20, n_chains=2,
+                               adapt=False, step_size=0.3, n_steps=5, rng=seed(9)).draws)
+            assert _EXCEPT_CALLS[0] > 0
+    assert np.allclose(runs[0], runs[1], rtol=1e-9, atol=1e-12)
+
+
+def test_unpacking_and_iterating_over_traced_values_are_recorded(seed):
+    """Python iterates over a box by indexing until IndexError, an exception raised and caught inside f: the recorder
+    iterates up to the length instead, so these common densities keep the tape (and autograd's boxes are restored)."""
+    from autograd.builtins import SequenceBox
+    from autograd.numpy.numpy_boxes import ArrayBox
+    rng = np.random.default_rng(seed(10))
+    A = rng.normal(size=(3, 3)); A = A @ A.T + np.eye(3)
+    def f(x):
+        mu, log_s = x[:2]                                  # unpacking an array
+        s, logdet = anp.linalg.slogdet(A * anp.exp(x[2]))   # unpacking a tuple
+        return sum(xi**2 for xi in x) - ((mu - 1) / anp.exp(log_s))**2 + logdet
+    z = rng.normal(size=3)
+    tape = Tape(f, z)
+    assert np.array_equal(tape(z)[0], f(z)) and np.allclose(tape(z)[1], grad(f)(z), rtol=1e-12, atol=1e-13)
+    assert "__iter__" not in vars(ArrayBox) and "__iter__" not in vars(SequenceBox)
