@@ -4,6 +4,7 @@
 
 # %% ../nbs/01d_vi_conjugate.ipynb #d1df8595
 from __future__ import annotations
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -242,33 +243,18 @@ def _lda_phi(Et, Eb):
     return np.exp(logits - special.logsumexp(logits, axis=2, keepdims=True))
 
 class LDAResult(NamedTuple):
-    "Mean-field variational posterior of LDA fitted by CAVI."
+    "Mean-field variational posterior of LDA fitted by CAVI (the best of `n_init` starts)."
     gamma: np.ndarray    # Dirichlet parameters of q(theta_d), shape (D, K)
     lam: np.ndarray      # Dirichlet parameters of q(beta_k), shape (K, V)
     phi: np.ndarray      # q(z = k) for each document and word type, shape (D, V, K)
     topics: np.ndarray   # posterior mean topics E_q[beta_kv] = lam_kv / sum_v lam_kv, shape (K, V)
-    elbo: np.ndarray     # ELBO after every sweep (phi, then gamma, then lam), shape (n_sweeps + 1,)
+    elbo: np.ndarray     # ELBO after every sweep (phi, then gamma, then lam) of the start kept, shape (n_sweeps + 1,)
+    start_elbos: np.ndarray # final ELBO of every start, shape (n_init,); the start kept is its argmax
 
-def lda_vb(counts,             # word counts n_dv, shape (D, V)
-           n_topics:int,       # number of topics K
-           alpha:float=0.1,    # symmetric Dirichlet concentration of the topic proportions
-           eta:float=0.1,      # symmetric Dirichlet concentration of the topics
-           n_iter:int=200,     # maximum number of CAVI sweeps
-           tol:float=1e-9,     # stop when a sweep raises the ELBO by less than tol * |ELBO|
-           rng=None,           # random generator or seed (SPEC 7) of the initial q(beta)
-           progress:bool=False, # show a progress bar
-          ) -> LDAResult:
-    "CAVI for latent Dirichlet allocation (Blei, Ng and Jordan 2003) on a bag-of-words count matrix, vectorised over documents and words."
-    K = check_count("n_topics", n_topics)
-    n_iter = check_count("n_iter", n_iter)
-    alpha, eta = float(check_positive("alpha", alpha)), float(check_positive("eta", eta))
-    check_positive("tol", tol, strict=False)
-    D, V = np.shape(counts) if np.ndim(counts) == 2 else (1, 1)
-    lam = eta + as_rng(rng).gamma(100.0, 0.01, (K, V)) * np.sum(counts) / (K * V)   # near-uniform random topics
-    gamma = np.full((D, K), alpha + np.sum(counts) / (D * K))
-    n, gamma, lam = _check_lda(counts, gamma, lam)
+def _lda_cavi(n, alpha, eta, gamma, lam, n_iter, tol, progress, desc):
+    "CAVI sweeps from one start until the ELBO gains less than tol * |ELBO| in a sweep: (gamma, lam, phi, ELBO trace)."
     trace = [lda_elbo(n, alpha, eta, gamma, lam).total]
-    for _ in track(range(n_iter), progress, desc="LDA CAVI"):
+    for _ in track(range(n_iter), progress, desc=desc):
         phi = _lda_phi(_dirichlet_elog(gamma), _dirichlet_elog(lam))
         gamma = alpha + np.einsum("dv,dvk->dk", n, phi)
         phi = _lda_phi(_dirichlet_elog(gamma), _dirichlet_elog(lam))
@@ -276,7 +262,53 @@ def lda_vb(counts,             # word counts n_dv, shape (D, V)
         trace.append(lda_elbo(n, alpha, eta, gamma, lam, phi).total)
         if trace[-1] - trace[-2] < tol * abs(trace[-1]):
             break
-    return LDAResult(gamma, lam, phi, lam / lam.sum(1, keepdims=True), np.array(trace))
+    return gamma, lam, phi, np.array(trace)
+
+def _lda_start(n, K, eta, init, rng):
+    "Initial Dirichlet parameters of q(beta), shape (K, V): near-uniform random topics, or k-means clusters of the documents mixed half and half with them."
+    D, V = n.shape
+    noise = rng.gamma(100.0, 0.01, (K, V))                           # mean 1, sd 0.1: near-uniform random topics
+    if init == "random":
+        return eta + noise * np.sum(n) / (K * V)
+    if D < K:
+        raise ValueError(f"init='kmeans' needs at least n_topics = {K} documents; got {D} (use init='random')")
+    freq = n / np.maximum(n.sum(1, keepdims=True), 1)                # each document's word frequencies
+    with warnings.catch_warnings():                                  # an empty cluster keeps its k-means++ seed
+        warnings.filterwarnings("ignore", "One of the clusters is empty", UserWarning)
+        centres, _ = kmeans2(freq, K, minit="++", rng=rng)
+    return eta + np.sum(n) / K * (0.5 * centres + 0.5 * noise / V)
+
+def lda_vb(counts,             # word counts n_dv, shape (D, V)
+           n_topics:int,       # number of topics K
+           alpha:float=0.1,    # symmetric Dirichlet concentration of the topic proportions
+           eta:float=0.1,      # symmetric Dirichlet concentration of the topics
+           n_iter:int=200,     # maximum number of CAVI sweeps of each start
+           tol:float=1e-9,     # stop a start when a sweep raises the ELBO by less than tol * |ELBO|
+           n_init:int=1,       # independent starts; the one with the highest final ELBO is returned
+           init:str="kmeans",  # start of q(beta): "kmeans" (k-means++ clusters of the documents' word frequencies, half mixed with random topics) or "random" (near-uniform random topics)
+           rng=None,           # random generator or seed (SPEC 7) of the starts
+           progress:bool=False, # show a progress bar
+          ) -> LDAResult:
+    "CAVI for latent Dirichlet allocation (Blei, Ng and Jordan 2003) on a bag-of-words count matrix, vectorised over documents and words; the best ELBO of `n_init` starts."
+    K = check_count("n_topics", n_topics)
+    n_iter, n_init = check_count("n_iter", n_iter), check_count("n_init", n_init)
+    alpha, eta = float(check_positive("alpha", alpha)), float(check_positive("eta", eta))
+    check_positive("tol", tol, strict=False)
+    if init not in ("kmeans", "random"):
+        raise ValueError(f"init must be 'kmeans' or 'random', got {init!r}")
+    D, V = np.shape(counts) if np.ndim(counts) == 2 else (1, 1)
+    n, gamma0, _ = _check_lda(counts, np.ones((D, K)), np.ones((K, V)))
+    gamma0 = np.full((D, K), alpha + np.sum(n) / (D * K))
+    rng = as_rng(rng)
+    best, finals = None, []
+    for j in range(n_init):    # the starts are drawn one after another from rng: start 1 is the n_init = 1 fit
+        fit = _lda_cavi(n, alpha, eta, gamma0, _lda_start(n, K, eta, init, rng), n_iter, tol, progress,
+                        "LDA CAVI" if n_init == 1 else f"LDA CAVI, start {j + 1}/{n_init}")
+        finals.append(fit[3][-1])
+        if best is None or finals[-1] > best[3][-1]:
+            best = fit
+    gamma, lam, phi, trace = best
+    return LDAResult(gamma, lam, phi, lam / lam.sum(1, keepdims=True), trace, np.array(finals))
 
 # %% ../nbs/01d_vi_conjugate.ipynb #fda7f45e
 def _log_dirichlet_draws(rng, a, S):
@@ -324,11 +356,13 @@ def match_topics(estimated, # estimated topic-word probabilities, shape (K, V)
     check_shape("true", true, estimated.shape)
     return _best_permutation(np.abs(estimated[:, None, :] - true[None]).sum(2))
 
-def fig_lda_topics(rng=0, # random generator or seed of the initial q(beta); the corpus is fixed
+def fig_lda_topics(rng=0,     # random generator or seed of the initial q(beta); the corpus is fixed
+                   n_init:int=2, # starts of CAVI; the best ELBO is shown
+                   fit=None,     # an `LDAResult` on the chapter's corpus to draw (None: fitted here from rng, n_init)
                   ):
     "True topics of the synthetic corpus, the topics recovered by mean-field LDA (matched by the Hungarian algorithm), and the ELBO trace."
     c = _lda_example()
-    res = lda_vb(c.counts, 4, alpha=0.3, eta=0.1, rng=rng)
+    res = lda_vb(c.counts, 4, alpha=0.3, eta=0.1, n_init=n_init, rng=rng) if fit is None else fit
     perm = match_topics(res.topics, c.topics)
     est = np.empty_like(res.topics); est[perm] = res.topics
     fig, (a0, a1, a2) = new_figure(1, 3, width=14, height=3.4)

@@ -70,21 +70,60 @@ def test_vmp_bad_input():
 # ---------------------------------------------------------------- LDA
 
 def test_lda_elbo_monotone_and_recovery(seed):
-    "CAVI never lowers the ELBO; the matched topics are within 6 times the L1 error of an oracle that knows every z."
+    "CAVI never lowers the ELBO; the best ELBO of three k-means starts recovers the topics within 6 times an oracle's L1 error."
     c = lda_corpus(n_docs=300, n_topics=4, n_vocab=30, doc_length=60, alpha=0.3, eta=0.1, rng=seed(4))
-    res = lda_vb(c.counts, 4, alpha=0.3, eta=0.1, rng=seed(5))
+    res = lda_vb(c.counts, 4, alpha=0.3, eta=0.1, n_init=3, rng=seed(5))
     assert np.all(np.diff(res.elbo) >= -1e-9 * np.abs(res.elbo[1:]))           # exact property of CAVI
     np.testing.assert_allclose(lda_elbo(c.counts, 0.3, 0.1, res.gamma, res.lam, res.phi).total, res.elbo[-1], rtol=1e-12)
+    assert res.start_elbos.shape == (3,) and res.elbo[-1] == res.start_elbos.max()   # invariant
     perm = match_topics(res.topics, c.topics)
     assert sorted(perm) == list(range(4))
     true, n_k = c.topics[perm], c.z_counts.sum((0, 1))[perm]
     # The oracle estimate (word counts of the tokens truly drawn from topic k) has E|error|_1 = sum_v sqrt(2 b(1-b)/(pi n_k))
-    # to first order. VB must also decide which topic each token came from, which adds error; we allow 6 times the oracle's
-    # expected error. This is a modelling margin, not a derived false-alarm rate: over 40 corpora the largest ratio seen
-    # was 3.5, and a wrong local optimum (two topics merged) gives a ratio above 20.
+    # to first order; VB must also infer which topic each token came from. Local optima (tools/lda_local_optima.py, this
+    # corpus family, one start each at offsets 0-227): 1 of 228 k-means starts ended above the bound (offset 29: ratio
+    # 8.7, at an ELBO 280 nats below six other starts on that corpus, all of which recovered the topics); the largest
+    # ratio of the other 227 was 4.35. Random near-uniform starts (init="random", the start this test used to have)
+    # failed 5 times in 149 (offsets 0-148), always at an ELBO 90-600 nats below other starts on the same corpus; on the
+    # 8 corpora where they failed, 64 of 64 k-means starts recovered the topics, within 3.5 nats of each other. A bad
+    # start ends below the good ones, so the best ELBO of 3 starts fails only if all 3 do: p^3 with p <= 0.021 (one-sided
+    # 95 % bound on 1/228), i.e. < 1e-5 if the starts on one corpus fail independently (they did on the corpora rerun).
+    # The margin 6 itself is measured (largest good ratio 4.35 in 227), not derived.
     oracle = np.sqrt(2 * true * (1 - true) / (np.pi * n_k[:, None])).sum(1)
     l1 = np.abs(res.topics - true).sum(1)
     assert np.all(l1 < 6 * oracle), (l1, oracle)
+
+
+def test_lda_random_and_kmeans_starts(seed):
+    "After one sweep the k-means start is closer to the true topics than the near-uniform random start."
+    c = lda_corpus(n_docs=200, n_topics=3, n_vocab=20, doc_length=40, alpha=0.3, eta=0.1, rng=seed(9))
+    err = {}
+    for init in ("random", "kmeans"):
+        res = lda_vb(c.counts, 3, alpha=0.3, eta=0.1, n_iter=1, init=init, rng=seed(10))
+        assert np.all(np.diff(res.elbo) >= -1e-9 * np.abs(res.elbo[1:]))
+        err[init] = np.abs(res.topics - c.topics[match_topics(res.topics, c.topics)]).sum(1).max()
+    # worst topic's L1 error after one sweep, 10 corpora: random 0.81-1.38, k-means 0.47-0.73, k-means smaller every time
+    # by a factor >= 1.58; the long seed sweep (make seed-sweep-long) measures this comparison at 200 offsets
+    assert err["kmeans"] < err["random"], err
+    with pytest.raises(ValueError, match="init"):
+        lda_vb(c.counts, 3, init="spectral")
+    with pytest.raises(ValueError, match="init"):
+        lda_vb(c.counts[:2], 3)                                     # k-means needs n_topics documents
+
+
+def test_lda_restarts_keep_the_best_elbo(seed):
+    "n_init starts are drawn one after another from rng: the first is the n_init = 1 fit, and the best ELBO is kept."
+    c = lda_corpus(n_docs=40, n_topics=3, n_vocab=20, doc_length=30, alpha=0.5, eta=0.2, rng=seed(7))
+    one = lda_vb(c.counts, 3, alpha=0.5, eta=0.2, n_iter=30, rng=seed(8))
+    three = lda_vb(c.counts, 3, alpha=0.5, eta=0.2, n_iter=30, n_init=3, rng=seed(8))
+    assert one.start_elbos.shape == (1,) and three.start_elbos.shape == (3,)
+    assert three.start_elbos[0] == one.elbo[-1]                    # the same first start, bit for bit
+    k = int(np.argmax(three.start_elbos))
+    assert three.elbo[-1] == three.start_elbos[k] >= one.elbo[-1]
+    if k == 0:
+        np.testing.assert_array_equal(three.lam, one.lam)
+    with pytest.raises(ValueError, match="n_init"):
+        lda_vb(c.counts, 3, n_init=0)
 
 
 def test_lda_elbo_against_monte_carlo(seed):
