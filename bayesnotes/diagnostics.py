@@ -130,15 +130,20 @@ def _tau_geyer(rho):
     return -1.0 + 2.0 * mono.sum() + kept[last + 1]
 
 def _ess(a):
-    "ESS of chains a (chain, draw, k) - no splitting or ranking here; nan for constant quantities."
+    "ESS of chains a (chain, draw, k) - no splitting or ranking here; a column of identical values gets its number of draws (ArviZ)."
     s = a.shape[0] * a.shape[1]
     rho = _rho_hat(a)
     out = np.empty(a.shape[-1])
+    # ArviZ's rule (arviz.stats.diagnostics._ess): input whose values are all identical has ESS = its size. The public
+    # functions overwrite this with nan for a constant *quantity*; it matters for a constant tail *indicator*
+    same = np.ptp(a.reshape(-1, a.shape[-1]), axis=0) < np.finfo(float).resolution
     for j in range(a.shape[-1]):
-        if not np.all(np.isfinite(rho[:, j])):
+        if same[j]:
+            out[j] = s
+        elif not np.all(np.isfinite(rho[:, j])):
             out[j] = np.nan
-            continue
-        out[j] = s / max(_tau_geyer(rho[:, j]), 1.0 / np.log10(s))
+        else:
+            out[j] = s / max(_tau_geyer(rho[:, j]), 1.0 / np.log10(s))
     return out
 
 # %% ../nbs/04b_diagnostics.ipynb #4ac139ed
@@ -153,7 +158,7 @@ def ess_bulk(x):   # draws (chain, draw) or (chain, draw, ...)
 
 def ess_tail(x,                 # draws (chain, draw) or (chain, draw, ...)
              probs=(0.05, 0.95)):  # quantile levels whose indicator ESS is minimised over
-    "Tail effective sample size: min ESS of the split-chain indicators I(x <= q) at the 5% and 95% quantiles."
+    "Tail effective sample size: min ESS of the split-chain indicators I(x <= q) at the 5% and 95% quantiles (a constant indicator counts as all its draws, as in ArviZ)."
     a, shape = _as_chains(x)
     const = _constant(a)
     _warn_constant(const, "the tail ESS")
@@ -269,13 +274,14 @@ def mcse_quantile(x,      # draws (chain, draw) or (chain, draw, ...)
         warnings.simplefilter("ignore", RuntimeWarning)
         ess = _ess(_split((a <= q).astype(float)))        # ESS of the indicator I(theta <= q_p)
         lo, hi = stats.beta.ppf(_PHI_PM1[:, None], ess * prob + 1, ess * (1 - prob) + 1)
-    # order statistics at the +-1 sd points of the Beta law of F(q_hat); a nan ESS falls back to the whole range
+    # order statistics at the +-1 sd points of the Beta law of F(q_hat). The indicator's ESS is never nan (finite draws;
+    # a constant indicator has ESS = its size), so ArviZ's nan fallback to the whole range below is never taken
     i_lo = np.floor(np.nan_to_num(np.maximum(lo * S - 1, 0), nan=0)).astype(int)
     i_hi = np.ceil(np.nan_to_num(np.minimum(hi * S - 1, S - 1), nan=S - 1)).astype(int)
     srt = np.sort(flat, axis=0)
     cols = np.arange(flat.shape[1])
     out = (srt[i_hi, cols] - srt[i_lo, cols]) / 2
-    out[_constant(a)] = 0.0
+    out[_constant(a)] = 0.0                               # what the rule gives anyway: all order statistics are equal
     return _finish(out, shape)
 
 # %% ../nbs/04b_diagnostics.ipynb #5031c7f8

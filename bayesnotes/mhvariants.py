@@ -4,10 +4,11 @@
 
 # %% ../nbs/04c_mh_variants.ipynb #0818e551
 from __future__ import annotations
+import functools
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, special, stats
 
 from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, shares_parameters,
                               spawn_rng, track)
@@ -20,8 +21,8 @@ from .mcmc import _batch_fns, mh_transition_matrix, mixture_target
 # %% auto #0
 __all__ = ['TAIL_PROPOSALS', 'TWO_MODES', 'MWG_SDS', 'independence_transition_matrix', 'independence_eigenvalues', 'MHResult',
            'independence_mh', 'independence_acceptance', 't3_target', 'fig_independence_tails', 'mixture_mh',
-           'two_mode_target', 'KernelComparison', 'mixture_comparison', 'fig_mixture_kernel', 'metropolis_within_gibbs',
-           'gaussian_rw_acceptance', 'fig_mwg_adaptation']
+           'two_mode_target', 'KernelComparison', 'mixture_comparison', 'fig_mixture_kernel', 'gaussian_rw_acceptance',
+           'RWOptimum', 'rw_optimum', 'metropolis_within_gibbs', 'fig_mwg_adaptation']
 
 # %% ../nbs/04c_mh_variants.ipynb #3812340c
 def independence_transition_matrix(p, # target probabilities on {0, ..., n-1}, shape (n,), may be unnormalised
@@ -255,6 +256,45 @@ def fig_mixture_kernel(comparison:KernelComparison=None, # a finished comparison
     axes[0].set_ylabel("x")
     return fig
 
+# %% ../nbs/04c_mh_variants.ipynb #b1214484
+def _chi_nodes(dim):
+    "Gauss-Legendre nodes r and weights w on the central 1 - 2e-15 of the chi distribution with dim degrees of freedom: E f(R) ~ sum w f(r)."
+    lo, hi = stats.chi.ppf([1e-15, 1 - 1e-15], dim)
+    x, w = np.polynomial.legendre.leggauss(200)
+    r = lo + (hi - lo) * (x + 1) / 2
+    return r, w * (hi - lo) / 2 * stats.chi.pdf(r, dim)
+
+def gaussian_rw_acceptance(sd,       # standard deviation sigma of the Gaussian (conditional) target N(mu, sigma^2 I)
+                           scale,    # random-walk scale s of the proposal N(x, s^2 I)
+                           dim:int=1, # dimension d of the block
+                          ):
+    "Exact stationary acceptance rate E[2 Phi(-s R / (2 sigma))], R ~ chi_d, of random-walk Metropolis on N(mu, sigma^2 I_d), eq. (7); 2/pi arctan(2 sigma / s) when d = 1."
+    ratio = check_positive("scale", scale) / check_positive("sd", sd)
+    d = check_count("dim", dim)
+    if d == 1:
+        return 2 / np.pi * np.arctan(2 / ratio)
+    r, w = _chi_nodes(d)
+    return np.sum(w * 2 * special.ndtr(-np.asarray(ratio)[..., None] * r / 2), axis=-1)
+
+class RWOptimum(NamedTuple):
+    "The random-walk scale that maximises a block's expected squared jump on N(mu, sigma^2 I_d), and its acceptance rate."
+    scale: float   # optimal scale s* / sigma (about 2.38 / sqrt(d) for large d)
+    accept: float  # stationary acceptance rate at s*: 0.44 for d = 1, falling to 0.234
+
+@functools.lru_cache(maxsize=None)
+def _rw_optimum(d):
+    "RWOptimum of a block of d coordinates (sigma = 1): the expected squared jump maximised over l = s sqrt(d)."
+    r, w = _chi_nodes(d)
+    def jump(l):                                  # -E|x' - x|^2 at s = l / sqrt(d), times d
+        return -(l ** 2) * np.sum(w * r ** 2 * 2 * special.ndtr(-l * r / (2 * np.sqrt(d))))
+    l = optimize.minimize_scalar(jump, bounds=(0.5, 6.0), method="bounded", options=dict(xatol=1e-9)).x
+    return RWOptimum(float(l / np.sqrt(d)), float(gaussian_rw_acceptance(1.0, l / np.sqrt(d), d)))
+
+def rw_optimum(dim:int, # dimension d of the block
+              ) -> RWOptimum:
+    "Scale and acceptance rate of the random walk N(x, s^2 I) that maximise the expected squared jump E|x' - x|^2 on a d-dimensional N(mu, sigma^2 I)."
+    return _rw_optimum(check_count("dim", dim))
+
 # %% ../nbs/04c_mh_variants.ipynb #04f0372c
 def _check_blocks(blocks, d):
     "Blocks as a list of index arrays that partition {0, ..., d-1}; None: one block per coordinate."
@@ -277,7 +317,7 @@ def metropolis_within_gibbs(target,            # a `Target`, or a log density of
                             x0=None,           # start (dim,) or (n_chains, dim); default uniform(-2, 2) as in `mcmc.sample`
                             n_warmup:int=500,  # sweeps discarded first (scales adapted during them when `adapt`)
                             adapt:bool=True,   # adapt each block's scale towards `target_accept` during warm-up
-                            target_accept:float=0.44, # acceptance rate the adaptation aims at
+                            target_accept:Optional[float]=None, # acceptance rate aimed at by every block; None: each block's `rw_optimum(size).accept` (0.44 for one coordinate, falling to 0.234)
                             rng=None,          # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                             progress:bool=False, # show a progress bar
                             dim:Optional[int]=None, # dimension, needed only when `target` is a plain function
@@ -285,7 +325,8 @@ def metropolis_within_gibbs(target,            # a `Target`, or a log density of
     "Metropolis-within-Gibbs: a systematic sweep of random-walk MH updates, one block at a time with its own scale, eq. (6)."
     n_draws, n_chains = check_count("n_draws", n_draws), check_count("n_chains", n_chains)
     n_warmup = check_count("n_warmup", n_warmup, 0)
-    target_accept = float(check_probability("target_accept", target_accept))
+    if target_accept is not None:
+        target_accept = float(check_probability("target_accept", target_accept))
     rng = as_rng(rng)
     def default(rng, n): return rng.uniform(-2, 2, size=(n, as_target(target, dim).dim))
     target, lp_fn, x, lp = _start(target, dim, x0, n_chains, rng, default)
@@ -294,6 +335,7 @@ def metropolis_within_gibbs(target,            # a `Target`, or a log density of
     if s0.ndim > 1 or s0.size not in (1, len(B)):
         raise ValueError(f"scales must be a scalar or have one entry per block ({len(B)}), got shape {s0.shape}")
     log_s = np.log(np.broadcast_to(s0, (n_chains, len(B)))).copy()
+    aim = np.array([rw_optimum(b.size).accept if target_accept is None else target_accept for b in B])
     def transition(rng, x, lp, it):
         acc = np.empty((n_chains, len(B)))
         for b, idx in enumerate(B):
@@ -301,18 +343,12 @@ def metropolis_within_gibbs(target,            # a `Target`, or a log density of
             prop[:, idx] += np.exp(log_s[:, b])[:, None] * rng.standard_normal((n_chains, idx.size))
             x, lp, acc[:, b] = _mh_update(rng, x, lp, prop, lp_fn(prop))
         if adapt and it < n_warmup:
-            log_s[:] += (it + 1.0) ** -0.6 * (acc - target_accept)     # Robbins-Monro, warm-up only
+            log_s[:] += (it + 1.0) ** -0.6 * (acc - aim)               # Robbins-Monro, warm-up only
         return x, lp, acc.mean(axis=1), np.exp(log_s)
     return _run(rng, x, lp, transition, n_warmup, n_draws, progress, "Metropolis-within-Gibbs", len(B))
 
 # %% ../nbs/04c_mh_variants.ipynb #0edf8ac2
 MWG_SDS = (0.1, 1.0, 10.0)
-
-def gaussian_rw_acceptance(sd,     # standard deviation sigma of the 1-d Gaussian (conditional) target
-                           scale,  # random-walk scale s
-                          ):
-    "Exact stationary acceptance rate 2/pi arctan(2 sigma / s) of random-walk Metropolis on a 1-d Gaussian, eq. (7)."
-    return 2 / np.pi * np.arctan(2 * check_positive("sd", sd) / check_positive("scale", scale))
 
 def fig_mwg_adaptation(n_warmup:int=500, # warm-up sweeps
                        n_draws:int=1000, # sweeps kept
@@ -326,10 +362,12 @@ def fig_mwg_adaptation(n_warmup:int=500, # warm-up sweeps
     runs = {adapt: metropolis_within_gibbs(t, n_draws=n_draws, n_chains=n_chains, x0=x0, n_warmup=n_warmup, adapt=adapt,
                                            rng=spawn_rng(rng, 1 + adapt)) for adapt in (True, False)}
     fig, (ax0, ax1) = new_figure(1, 2, width=11, height=3.8)
-    opt = 2 * sd / np.tan(0.22 * np.pi)
+    best = rw_optimum(1)
+    opt = best.scale * sd
     for b in range(sd.size):
         ax0.plot(runs[True].warmup_scales[:, :, b].T, color=COLORS[b], lw=0.7)
-        ax0.axhline(opt[b], color=COLORS[b], ls="--", lw=1, label=fr"$\sigma = {sd[b]:g}$: optimum $2.41\sigma$")
+        ax0.axhline(opt[b], color=COLORS[b], ls="--", lw=1,
+                    label=fr"$\sigma = {sd[b]:g}$: optimum ${best.scale:.2f}\sigma$")
     ax0.set(yscale="log", xlabel="warm-up sweep", ylabel="scale $s_b$", title="adaptation of the block scales")
     ax0.legend(fontsize=8)
     width = 0.38
@@ -341,7 +379,7 @@ def fig_mwg_adaptation(n_warmup:int=500, # warm-up sweeps
         ax1.bar(pos, acc, width, color=COLORS[3 + k], label="adapted" if adapt else "scale 1 throughout")
         ax1.plot(pos, exact, "k_", ms=14, mew=2)
     ax1.plot([], [], "k_", ms=10, mew=2, label="eq. (7) at the scale used")
-    ax1.axhline(0.44, color="0.5", ls=":", lw=1)
+    ax1.axhline(best.accept, color="0.5", ls=":", lw=1)
     ax1.set(xticks=range(sd.size), xticklabels=[fr"$\sigma = {v:g}$" for v in sd], ylabel="acceptance rate after warm-up",
             ylim=(0, 1.05))
     ax1.legend(fontsize=8, loc="upper right")

@@ -56,8 +56,15 @@ class MinibatchModel:
         g = self._grads(np.stack([theta, theta]), *batch)
         return g[0], g[1] / (self.n_data if idx is None else idx.shape[1])
 
+    def _per_example(self, theta):
+        "Per-example log-likelihood gradients (C, N, dim) at theta (C, dim): N per-example gradients per row."
+        C, N = len(theta), self.n_data
+        g = self._parts(np.repeat(theta, N, axis=0), np.tile(np.arange(N), C)[:, None])[1]
+        return g.reshape(C, N, self.dim)
+
     def _check(self, theta, name="x0"):
-        "Raise ValueError naming `name` unless the model's outputs have the documented shapes and finite gradients at theta."
+        """Raise ValueError naming `name` unless the model's outputs have the documented shapes and finite gradients at
+        theta; return the full-data mean log-likelihood gradient (C, dim) there (one full-data gradient per row)."""
         C = len(theta)
         lp = np.asarray(self.log_prior(theta))
         ll = np.asarray(self.log_lik(theta, *(a[np.zeros((C, 2), int)] for a in self.data)))
@@ -67,6 +74,7 @@ class MinibatchModel:
         gp, gl = self._parts(theta, None)
         if not (np.all(np.isfinite(gp)) and np.all(np.isfinite(gl))):
             raise ValueError(f"the gradient of the log posterior is not finite at {name}")
+        return gl
 
     def grad(self,
              theta,               # positions (C, dim), one per chain
@@ -150,7 +158,7 @@ class SGMCMCResult(NamedTuple):
     "Draws of a stochastic-gradient sampler."
     draws: np.ndarray      # (chain, draw, dim) kept positions
     step_size: np.ndarray  # (chain, draw) step size of the update that produced each kept draw (the weights of `moments`)
-    n_grad: int            # per-example log-likelihood gradients evaluated per chain (the cost)
+    n_grad: int            # per-example log-likelihood gradients per chain, all of them: the full-data gradient of the start-up check, pSGLD's preconditioner start and every update, burn-in included
 
     def moments(self,
                 chains=None, # indices of the chains pooled (None: all)
@@ -191,8 +199,10 @@ def _start(model, x0, n_chains, rng):
     return X.copy()
 
 def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress, desc):
-    """The loop shared by the samplers: state = init(x, rng), then n_warmup + n_draws * thin updates
-    state = update(state, eps (C, 1), rng, batch indices), keeping the position state[0] after every thin-th one."""
+    """The loop shared by the samplers: the start-up check (one full-data gradient, whose mean per-example likelihood
+    gradient gl (C, dim) goes to init), state, n_start = init(x, gl, rng) (n_start: its own per-example gradients per
+    chain), then n_warmup + n_draws * thin updates state = update(state, eps (C, 1), rng, batch indices), keeping the
+    position state[0] after every thin-th one. n_grad counts every per-example gradient of all three."""
     if not isinstance(model, MinibatchModel):
         raise ValueError(f"model must be a MinibatchModel, got {type(model).__name__}")
     rng = as_rng(rng)
@@ -202,8 +212,7 @@ def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chain
         check_count("batch_size", batch_size)
     eps_at = _step_sizes(step_size, decay, n_chains)
     x = _start(model, x0, n_chains, rng)
-    model._check(x)
-    state = init(x, rng)
+    state, n_start = init(x, model._check(x), rng)
     C, N, T = n_chains, model.n_data, n_warmup + n_draws * thin
     draws, steps = np.empty((C, n_draws, model.dim)), np.empty((C, n_draws))
     with np.errstate(over="ignore", invalid="ignore"):       # a diverging chain is reported below, not mid-run
@@ -217,7 +226,7 @@ def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chain
     if bad.size:
         warnings.warn(f"{bad.size} chain(s) diverged (non-finite positions), e.g. chain {bad[0]}: lower step_size",
                       RuntimeWarning)
-    return SGMCMCResult(draws, steps, T * (N if batch_size is None else int(batch_size)))
+    return SGMCMCResult(draws, steps, N + n_start + T * (N if batch_size is None else int(batch_size)))
 
 def sgld(model:MinibatchModel,  # the posterior: log prior and per-example log likelihoods
          step_size=1e-3,        # step epsilon (a of the decaying schedule): scalar or one per chain
@@ -236,8 +245,8 @@ def sgld(model:MinibatchModel,  # the posterior: log prior and per-example log l
     def update(state, eps, rng, idx):
         gp, gl = model._parts(state[0], idx)
         return (state[0] + 0.5 * eps * (gp + N * gl) + np.sqrt(eps) * rng.standard_normal(state[0].shape),)
-    return _run(model, lambda x, rng: (x,), update, step_size, decay, batch_size, x0, n_draws, n_chains, n_warmup,
-                thin, rng, progress, "sgld")
+    return _run(model, lambda x, gl, rng: ((x,), 0), update, step_size, decay, batch_size, x0, n_draws, n_chains,
+                n_warmup, thin, rng, progress, "sgld")
 
 def sgld_variance(step_size,        # constant step h, scalar or array
                   precision,        # precision P = 1 / s^2 of the Gaussian target (per coordinate)
@@ -256,7 +265,7 @@ _RUN_SETTINGS = ["decay", "batch_size", "x0", "n_draws", "n_chains", "n_warmup",
 def psgld(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
           step_size=1e-4,       # step epsilon (a of the decaying schedule): scalar or one per chain
           alpha:float=0.99,     # memory of the running average V of squared mean gradients; 1 freezes V at its start
-          lam:float=1e-5,       # lambda added to sqrt(V), so G <= 1/lam (Li et al.; too small where a coordinate has no likelihood gradient, e.g. a dead ReLU unit: see the BNN chapter)
+          lam:float=1e-5,       # lambda added to sqrt(V), so G <= 1/lam (Li et al.); raise it (the BNN chapter uses 0.1) where V can vanish: a coordinate with no likelihood gradient (a dead ReLU unit), or a full-batch run started at a mode
           **shared,             # the run settings of `sgld`: decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress
          ) -> SGMCMCResult:
     "Preconditioned SGLD (Li et al. 2016): SGLD scaled by the RMSprop preconditioner G = 1 / (lam + sqrt(V)), without the Gamma term."
@@ -264,9 +273,13 @@ def psgld(model:MinibatchModel, # the posterior: log prior and per-example log l
     if alpha == 0:
         raise ValueError("alpha must lie in (0, 1]")
     lam = float(check_positive("lam", lam))
-    N = getattr(model, "n_data", 1)
-    def init(x, rng):
-        return x, model._parts(x, None)[1] ** 2                # V starts at the squared full-data mean gradient at x0
+    N, n = getattr(model, "n_data", 1), shared["batch_size"]
+    def init(x, gl, rng):
+        # V starts at the expected value at x0 of the square it averages, E[gbar_B^2] = gbar^2 + Var_i(g_i) / n for
+        # batches of n drawn with replacement (one more pass of per-example gradients, N per chain); full batch: gbar^2
+        if n is None:
+            return (x, gl ** 2), 0
+        return (x, gl ** 2 + model._per_example(x).var(axis=1) / n), N
     def update(state, eps, rng, idx):
         x, V = state
         gp, gl = model._parts(x, idx)
@@ -296,7 +309,8 @@ def sghmc(model:MinibatchModel, # the posterior: log prior and per-example log l
         gp, gl = model._parts(x, idx)
         p = (1 - eps * C) * p + eps * (gp + N * gl) + np.sqrt(2 * C * eps) * rng.standard_normal(x.shape)
         return x, p
-    return _run(model, lambda x, rng: (x, rng.standard_normal(x.shape)), update, step_size, desc="sghmc", **shared)
+    return _run(model, lambda x, gl, rng: ((x, rng.standard_normal(x.shape)), 0), update, step_size, desc="sghmc",
+                **shared)
 
 def sghmc_variance(step_size,       # step epsilon, scalar or array
                    friction,        # friction C
@@ -361,6 +375,7 @@ class SweepResult(NamedTuple):
     mean_error: np.ndarray  # (K,) root mean square over coordinates of (mean - reference mean) / reference sd
     sd_error: np.ndarray    # (K,) root mean square over coordinates of log(sd / reference sd)
     sd_ratio: np.ndarray    # (K, dim) sd / reference sd
+    n_grad: int             # per-example gradients per chain, all of them (start-up, burn-in and kept updates)
 
 _SAMPLERS = {"sgld": sgld, "psgld": psgld, "sghmc": sghmc}
 
@@ -388,15 +403,14 @@ def step_size_sweep(sampler:str,             # "sgld", "psgld" or "sghmc"
     ms = [r.moments(range(k * c, (k + 1) * c)) for k in range(h.size)]
     z = np.array([(m - m0) / s0 for m, _ in ms])
     ratio = np.array([s / s0 for _, s in ms])
-    return SweepResult(sampler, h, np.sqrt(np.mean(z ** 2, 1)), np.sqrt(np.mean(np.log(ratio) ** 2, 1)), ratio)
+    return SweepResult(sampler, h, np.sqrt(np.mean(z ** 2, 1)), np.sqrt(np.mean(np.log(ratio) ** 2, 1)), ratio, r.n_grad)
 
 class TradeoffRuns(NamedTuple):
     "The logistic-regression comparison: a NUTS reference and the step-size sweeps of the three SG-MCMC samplers."
     reference: mcmc.MCMCResult  # NUTS on the full-data posterior, 4 chains
     sweeps: list                # SweepResult of sgld, psgld and sghmc, in that order
     decaying: SweepResult       # SGLD with the decaying step a (b + t)^-gamma from the largest constant step; step_size: the last step
-    n_grad_sg: int              # per-example gradients per chain of every SG run
-    n_grad_nuts: int            # per-example gradients per chain of the NUTS reference (leapfrog gradients x N)
+    n_grad_nuts: int            # per-example gradients per chain of the NUTS reference: every full-data gradient x N, warm-up included
 
 STEP_GRIDS = {"sgld": np.geomspace(1e-5, 1e-2, 7), "psgld": np.geomspace(1e-6, 1e-3, 7),
          "sghmc": np.geomspace(10 ** -3.5, 10 ** -1.5, 7)}
@@ -412,7 +426,12 @@ def tradeoff_example(n_data:int=1000,          # examples of `logistic_example`
                     ) -> TradeoffRuns:
     "Minibatch logistic regression: NUTS reference (4 chains x 1000 draws) and step-size sweeps of SGLD, pSGLD and SGHMC, plus decaying-step SGLD."
     X, y = logistic_example(n_data)
-    ref = mcmc.sample("nuts", logistic_regression(X, y), n_warmup=500, n_draws=1000, n_chains=4, rng=spawn_rng(rng, 1))
+    full, n_vg = logistic_regression(X, y), [0]
+    def vg(W):                                   # every value-and-gradient call of NUTS, warm-up and start included
+        n_vg[0] += len(W)
+        return full.value_and_grad_batch(W)
+    counted = Target(full.fn, full.dim, name=full.name, batched=True, vg_batch=vg)
+    ref = mcmc.sample("nuts", counted, n_warmup=500, n_draws=1000, n_chains=4, rng=spawn_rng(rng, 1))
     m0, s0 = ref.draws.mean((0, 1)), ref.draws.std((0, 1))
     model = logistic_model(X, y)
     kw = dict(n_steps=n_steps, chains_per_step=chains_per_step, batch_size=batch_size, x0=np.zeros(model.dim))
@@ -422,8 +441,8 @@ def tradeoff_example(n_data:int=1000,          # examples of `logistic_example`
     a = STEP_GRIDS["sgld"][-1] * decay[0] ** decay[1]          # first step = the largest constant step
     dec = step_size_sweep("sgld", model, a, m0, s0, rng=spawn_rng(rng, 5), decay=decay, **kw)
     last = np.atleast_1d(a * (decay[0] + n_steps - 1) ** -decay[1])
-    return TradeoffRuns(ref, sweeps, dec._replace(sampler="sgld, decaying step", step_size=last), n_steps * batch_size,
-                        int(ref.stats.n_grad.sum(1).mean()) * n_data)
+    return TradeoffRuns(ref, sweeps, dec._replace(sampler="sgld, decaying step", step_size=last),
+                        n_vg[0] * n_data // ref.draws.shape[0])
 
 def fig_step_tradeoff(runs:TradeoffRuns=None, # output of `tradeoff_example` (None: run it with its defaults and rng)
                       rng=0,                  # random seed used when runs is None

@@ -163,6 +163,8 @@ def _az_rhat_rank(a):
 
 
 def _az_ess(a):
+    if np.max(a) - np.min(a) < np.finfo(float).resolution:   # ArviZ: identical values have ESS = the array's size
+        return a.size
     m, n = a.shape
     c = a - a.mean(axis=1, keepdims=True)
     acov = np.array([[np.dot(c[j, :n - t], c[j, t:]) / n for t in range(n)] for j in range(m)])
@@ -221,6 +223,37 @@ def test_matches_arviz_reference_odd_and_even_lengths(shape, seed):
         assert np.isclose(mcse_quantile(x, p), _az_mcse_quantile(x, p), rtol=1e-9, atol=0)
 
 
+def test_constant_tail_indicators_follow_arviz(seed):
+    # ArviZ's rule (arviz.stats.diagnostics._ess, 0.23): input whose values are all identical (max - min below
+    # np.finfo(float).resolution) has ESS = its size, here the 2 * (n_draw // 2) * n_chain split draws. A quantity with
+    # 5% or more of its draws tied at its largest value has the constant indicator I(x <= q_0.95) = 1. Before the fix
+    # ess_tail returned nan and mcse_quantile half the range of the draws in these cases.
+    from bayesnotes.diagnostics import mcse_quantile
+    rng = np.random.default_rng(seed(19))
+    # (a) almost all draws tied at the top: both indicators constant (q_0.05 = q_0.95 = 1), so the tail ESS is the
+    # number of split draws, 4 x 2 x 50 = 400 (and 3 x 2 x 50 = 300 for chains of odd length 101), and every
+    # quantile's MCSE is 0: the order statistics around it all equal 1
+    for shape, S_split in (((4, 100), 400), ((3, 101), 300)):
+        b = np.ones(shape)
+        b.flat[rng.choice(b.size, 3, replace=False)] = 0.0
+        assert ess_tail(b) == S_split
+        assert mcse_quantile(b, 0.95) == 0.0 and mcse_quantile(b, 0.5) == 0.0
+    # (b) a normal variable censored at 1: 16% of the draws tie at the top, only the upper indicator is constant; the
+    # tail ESS is the ESS of the lower one and the 95% quantile's MCSE is 0 (ArviZ's order statistics sit on the tie)
+    x = np.minimum(ar1_chains(0.5, 4, 500, rng), 1.0)
+    lower = _az_ess_quantile(x, 0.05)
+    assert np.isfinite(lower) and np.isclose(ess_tail(x), lower, rtol=1e-9)
+    assert mcse_quantile(x, 0.95) == 0.0 and mcse_quantile(x, 0.05) > 0
+    # (c) binary draws: the indicator at the 95% quantile (the value 1) is constant; every value matches the reference
+    z = (ar1_chains(0.3, 4, 300, rng) > 0.5).astype(float)
+    assert np.isclose(ess_tail(z), min(_az_ess_quantile(z, 0.05), _az_ess_quantile(z, 0.95)), rtol=1e-9)
+    for p in (0.05, 0.5, 0.95):
+        assert np.isclose(mcse_quantile(z, p), _az_mcse_quantile(z, p), rtol=1e-9, atol=0)
+    # a constant *quantity* keeps the documented nan ESS (the posterior package's NA), and a 0 MCSE
+    with pytest.warns(RuntimeWarning, match="constant"):
+        assert np.isnan(ess_tail(np.full((2, 10), 3.0)))
+
+
 def test_rhat_of_odd_chains_ignores_the_middle_draw(seed):
     # ArviZ drops the middle draw of an odd-length chain before splitting, so it cannot influence anything: R-hat
     # of x equals R-hat of x without its middle draws (bulk and tail). Failed before the fix (tail folded at the
@@ -268,6 +301,23 @@ def test_e_bfmi_of_ar1_energies(phi, seed):
     eb = e_bfmi(E)
     assert eb.shape == (4,)
     assert np.all(np.abs(eb - 2 * (1 - phi)) < 5.7 * 2 * np.sqrt((1 - phi ** 2) / N))
+
+
+def test_e_bfmi_of_a_perfect_hmc_transition_is_one(seed):
+    # exact Hamiltonian flow on N(0, I_d) with unit mass for time pi/2 maps (x, p') to (p', -x): every position is a
+    # fresh exact draw, and consecutive energies share U(x_n), so E-BFMI -> 2 var K / var E = 1 (not 2). sd sqrt(2 / N)
+    # by the delta method (04b); 4 chains x 2 dimensions = 8 comparisons at 5.7 sd: false alarm < 1e-7
+    from bayesnotes.diagnostics import e_bfmi
+    rng = np.random.default_rng(seed(20))
+    N = 5000
+    for d in (1, 25):
+        x = rng.standard_normal((4, d))
+        E = np.empty((4, N))
+        for n in range(N):
+            p = rng.standard_normal((4, d))
+            x, p = p, -x
+            E[:, n] = 0.5 * (x ** 2).sum(1) + 0.5 * (p ** 2).sum(1)
+        assert np.all(np.abs(e_bfmi(E) - 1) < 5.7 * np.sqrt(2 / N)), (d, e_bfmi(E))
 
 
 def test_e_bfmi_edge_cases(seed):

@@ -195,6 +195,49 @@ def test_psgld_with_frozen_preconditioner_is_sgld_with_step_eps_G(seed):
         assert abs(est[j] - var[j]) < Z * se, (j, est[j], var[j], se)    # 2 comparisons: false alarm < 2e-7
 
 
+def test_psgld_first_step_from_the_mode_is_about_one_posterior_sd(seed):
+    """Minibatches of n, started at the mode. V_0 >= Var(gbar_B) = noise_var / (N^2 n) and V_1 >= alpha V_0, so
+    G_1 <= G_hat = 1 / sqrt(alpha noise_var / (N^2 n)) per coordinate; there the estimate g_hat has mean 0 and variance
+    v = noise_var / n, so the first step dx = eps/2 G_1 g_hat + sqrt(eps G_1) xi has E[dx^2] <= 2 (eps G_hat / 2)^2 v
+    + 2 eps G_hat, a few posterior variances for eps G_hat P <= 1/2. Fails for a V_0 without the variance term: at the
+    mode the squared full-data gradient is ~0, G_1 ~ 10 G_hat and the first steps are ~10 sds long."""
+    gm = _gaussian()
+    N, n, P = 50, 5, gm.precision
+    G_hat = 1 / np.sqrt(0.99 * gm.noise_var / (N ** 2 * n))
+    eps = 0.5 / np.max(G_hat * P)
+    bound = P * (2 * (eps * G_hat / 2) ** 2 * gm.noise_var / n + 2 * eps * G_hat)          # (2,) in posterior variances
+    assert np.all(bound < 3)
+    C = 4000
+    r = psgld(gm.model, step_size=eps, batch_size=n, x0=gm.mean, n_draws=1, n_chains=C, rng=seed(30))
+    z = P * (r.draws[:, 0] - gm.mean) ** 2                                                 # (C, 2)
+    # 2 comparisons of a mean of 4000 iid terms (all moments finite: Gaussian given the bounded G_1) at 5 SEs
+    # one-sided: false alarm < 6e-7
+    assert np.all(z.mean(0) < bound + 5 * z.std(0, ddof=1) / np.sqrt(C)), (z.mean(0), bound)
+    assert r.n_grad == 2 * N + n                                  # start-up check, the pass that starts V, one update
+
+
+def test_psgld_frozen_with_minibatches_starts_v_at_its_expected_square(seed):
+    """alpha = 1 freezes V at V_0 = gbar(x0)^2 + Var_i(g_i(x0)) / n: pSGLD is then SGLD with the step h = eps G and the
+    minibatch noise v = noise_var / n, whose long-run variance is (3). Per-chain variances of 40 independent chains, t
+    test (t_39 at 1e-7 / 4 per comparison, 2 comparisons: false alarm < 1e-7). Any other V_0 changes G and fails (the
+    squared full-data gradient alone makes G 2 and 7 times larger here)."""
+    gm = _gaussian()
+    P, m, n, R = gm.precision, gm.mean, 5, 40
+    y, s2 = gm.model.data[0], np.array([1.0, 4.0])
+    x0 = m + np.array([0.1, -0.3])
+    G = 1 / (1e-5 + np.sqrt(((y.mean(0) - x0) / s2) ** 2 + (y / s2).var(0) / n))   # g_i = (y_i - theta) / sigma^2
+    eps = 0.2 / (G * P).max()
+    h = eps * G
+    a = 1 - h * P / 2
+    n_warm = int(np.ceil(np.log(1e-9) / np.log(np.abs(a).max())))                 # forget the start x0
+    r = psgld(gm.model, step_size=eps, alpha=1.0, batch_size=n, x0=x0, n_draws=500, n_warmup=n_warm, n_chains=R,
+              rng=seed(31))
+    exact = sgld_variance(h, P, gm.noise_var / n)
+    per_chain = ((r.draws - m) ** 2).mean(1)
+    k = stats.t.isf(1e-7 / 4, R - 1)
+    assert np.all(np.abs(per_chain.mean(0) - exact) < k * per_chain.std(0, ddof=1) / np.sqrt(R)), (per_chain.mean(0), exact)
+
+
 def test_minibatch_long_run_variances(seed):
     "Minibatch noise: SGLD's and SGHMC's long-run variances against (3) and (6) with v = tau^2 / n, t test over chains."
     gm = _gaussian()
@@ -223,13 +266,13 @@ def test_thinning_warmup_and_moments(seed):
              rng=seed(11))
     b = sgld(gm.model, step_size=0.01, batch_size=None, x0=gm.mean, n_draws=97, n_chains=2, rng=seed(11))
     assert np.array_equal(a.draws, b.draws[:, 7 + 2::3])                 # same random stream, draws 9, 12, ..., 96
-    assert a.n_grad == (7 + 90) * 50
+    assert a.n_grad == 50 + (7 + 90) * 50                               # the start-up check's full gradient + updates
     m, s = b.moments()
     assert np.allclose(m, b.draws.mean((0, 1))) and np.allclose(s, b.draws.std((0, 1)))
     d = sgld(gm.model, step_size=0.01, decay=(5., 1.), batch_size=3, x0=gm.mean, n_draws=50, n_chains=3, rng=seed(12))
     w = d.step_size[..., None] / d.step_size.sum()
     assert np.allclose(d.moments()[0], (w * d.draws).sum((0, 1)))
-    assert d.n_grad == 50 * 3
+    assert d.n_grad == 50 + 50 * 3
 
 
 def test_step_size_sweep_bookkeeping(seed):
