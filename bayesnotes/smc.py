@@ -6,6 +6,7 @@
 from __future__ import annotations
 import inspect
 import itertools
+import warnings
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -325,13 +326,14 @@ def systematic(W, M, rng):
 @resampling_scheme
 def residual(W, M, rng):
     "Residual resampling: floor(M W) deterministic copies, the rest multinomial; returns ancestor indices (M,)."
-    MW = M * W
+    MW = M * (W / W.sum())   # renormalise: W may sum to 1 +- 1e-6, and M W's floors alone could then exceed M
     counts = np.floor(MW).astype(np.int64)
     A = np.repeat(np.arange(W.size), counts)
-    R = M - A.size
+    R = M - A.size           # >= 0: the floors sum to at most sum(M W) = M (up to rounding far below 1)
     if R > 0:
-        res = MW - counts
+        res = np.clip(MW - counts, 0.0, None)
         A = np.sort(np.concatenate([A, multinomial.core(res / res.sum(), R, rng)]))
+    assert A.size == M, (A.size, M)
     return A
 
 def _scheme(name, arg="resampling"):
@@ -405,9 +407,10 @@ class SMCStep(NamedTuple):
     ancestors: Optional[np.ndarray] = None  # A_t (store_history=True): x_t^n descends from x_{t-1}^{A_t^n}
 
 def _weighted_moments(W, x):
+    "Weighted mean and variance of the particles x (first axis N); two passes, so no cancellation far from 0."
     xf = x.reshape(x.shape[0], -1)
     m = W @ xf
-    v = np.maximum(W @ (xf * xf) - m * m, 0.0)
+    v = W @ (xf - m) ** 2      # not E[x^2] - m^2, which loses every digit when |m| >> sd
     return m.reshape(x.shape[1:]), v.reshape(x.shape[1:])
 
 def _check_particles(x, N, where, t):
@@ -634,7 +637,7 @@ def _ar1_example(T=50, rng=1):
     return ssm, x, y
 
 def fig_kalman_check(N:int=1000,      # particles for the filtering plot
-                     Ns=(50, 200, 800), # particle numbers for the variance of log Z_hat
+                     Ns=(200, 800, 3200), # particle numbers for the variance of log Z_hat (N = 50 is pre-asymptotic here)
                      n_rep:int=20,   # runs per particle number
                      rng=0):     # random seed
     "Bootstrap filter vs the exact Kalman filter: filtering means and the spread of log Z_hat."
@@ -657,13 +660,17 @@ def fig_kalman_check(N:int=1000,      # particles for the filtering plot
     axes[1].set_xticks(np.arange(1, len(Ns) + 1), [str(n) for n in Ns])
     axes[1].axhline(0, color="k", lw=0.8)
     axes[1].set_xlabel("N"); axes[1].set_ylabel(r"$\log\hat Z - \log Z$")
-    axes[1].set_title("variance falls like 1/N:\n" + ", ".join(f"{np.var(e):.3f}" for e in errs), fontsize=9)
+    v = [np.var(e, ddof=1) for e in errs]
+    axes[1].set_title(f"Var over {n_rep} runs: " + ", ".join(f"{x:.3f}" for x in v)
+                      + "\nN x Var: " + ", ".join(f"{n * x:.0f}" for n, x in zip(Ns, v))
+                      + " (constant if Var ~ 1/N)", fontsize=9)
     return fig
 
 # %% ../nbs/05_smc.ipynb #fde01165
 def fig_guided_ess(T:int=50,    # number of time steps
                    N:int=200,   # number of particles
                    R:float=0.05, # observation noise variance (small: informative data)
+                   n_rep:int=10, # runs behind the sd of log Z_hat (all resampling at every step, like the curves)
                    rng=0):  # random seed
     "ESS per step of the bootstrap and the guided (locally optimal) filter on a linear-Gaussian model."
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=R, P0=1 / (1 - 0.81))
@@ -672,11 +679,12 @@ def fig_guided_ess(T:int=50,    # number of time steps
     rng = as_rng(spawn_rng(rng, 1))
     fig, ax = new_figure(width=7, height=3.4)
     for i, (name, model) in enumerate((("bootstrap", bootstrap_model(ssm, y)), ("guided", guided_model(ssm, y)))):
-        res = smc(model, N, rng, ess_threshold=1.0)
-        spread = np.std([smc(model, N, rng).log_evidence - log_evidence for _ in range(10)])
-        ax.plot(res.ess / N, color=COLORS[i], label=f"{name}: sd of $\\log\\hat Z$ = {spread:.2f}")
+        runs = [smc(model, N, rng, ess_threshold=1.0) for _ in range(n_rep)]   # the curve is the first run's
+        spread = np.std([r.log_evidence - log_evidence for r in runs], ddof=1)
+        ax.plot(runs[0].ess / N, color=COLORS[i],
+                label=f"{name}: sd of $\\log\\hat Z$ over {n_rep} runs = {spread:.2f}")
     ax.set_ylim(0, 1.05); ax.set_xlabel("t"); ax.set_ylabel("ESS / N after reweighting")
-    ax.set_title(f"linear-Gaussian model, R = {R}, N = {N}")
+    ax.set_title(f"linear-Gaussian model, R = {R}, N = {N}, resampling at every step")
     ax.legend()
     return fig
 
@@ -888,23 +896,28 @@ def fig_mcmc_vs_smc(n_chains:int=4,  # chains per MCMC sampler (and SMC runs)
                     rng=0):      # random seed
     "HMC and NUTS chains started at theta = 1 on the bimodal target vs tempered SMC: mass found in the left mode."
     fig, axes = new_figure(1, 3, width=12, height=3.4)
-    left = {}
+    left, cost = {}, {}
     for ax, kernel in zip(axes[:2], ("hmc", "nuts")):
-        d = _bimodal_mcmc(kernel, n_chains, n_warmup, n_draws, rng).draws[..., 0]
+        res = _bimodal_mcmc(kernel, n_chains, n_warmup, n_draws, rng)
+        d = res.draws[..., 0]
+        cost[kernel.upper()] = f"{res.stats.n_grad.sum(axis=1).mean():.0f} gradients"   # per chain, kept draws
         for c in range(n_chains):
             ax.plot(d[c], lw=0.7, color=COLORS[c])
         ax.set_title(f"{kernel.upper()}, {n_chains} chains from $\\theta_0 = 1$")
         ax.set_xlabel("draw after warm-up"); ax.set_ylabel(r"$\theta$")
         left[kernel.upper()] = (d < 0).mean(axis=1)
     log_prior, log_lik, prior_sample = bimodal_target()
-    left["tempered SMC"] = np.array([(lambda r: r.weights[r.particles[:, 0] < 0].sum())(
-        tempered_smc(log_prior, log_lik, prior_sample, 1000, spawn_rng(rng, s), ess_target=0.95)) for s in range(n_chains)])
+    runs = [tempered_smc(log_prior, log_lik, prior_sample, 1000, spawn_rng(rng, s), ess_target=0.95) for s in range(n_chains)]
+    left["tempered SMC"] = np.array([r.weights[r.particles[:, 0] < 0].sum() for r in runs])
+    # log-likelihood evaluations of one run: N at each reweighting, N (n_mcmc + 1) at each move (n_mcmc = 5)
+    cost["SMC"] = f"{np.mean([1000 * (r.n_steps + 6 * (r.n_steps - 1)) for r in runs]):.0f} log-lik evaluations"
     for i, (name, v) in enumerate(left.items()):
         axes[2].plot(np.full(len(v), i) + np.linspace(-0.15, 0.15, len(v)), v, "o", color=COLORS[i])
     axes[2].axhline(0.5, color="k", ls=":", lw=1)
     axes[2].set_xticks(range(len(left)), list(left))
     axes[2].set_ylim(-0.05, 1.05); axes[2].set_ylabel(r"mass in the left mode ($\theta < 0$)")
-    axes[2].set_title("per chain / per SMC run (truth: 1/2)")
+    axes[2].set_title("per chain / per SMC run (truth: 1/2)\ncost each: " + "; ".join(f"{k} {v}" for k, v in cost.items()),
+                      fontsize=8)
     return fig
 
 # %% ../nbs/05_smc.ipynb #9bc67ac5
@@ -1040,6 +1053,29 @@ def _stack_chains(results):
                           inv_mass=np.concatenate([r.inv_mass for r in results]),
                           warmup_step_size=np.concatenate([r.warmup_step_size for r in results]))
 
+_PMMH_STEP_RATIO = 10.0    # chains whose chosen step sizes differ by more than this factor: warn
+_PMMH_LOW_ACCEPT = 0.03    # a chain whose mean acceptance probability is below this: warn
+
+def _check_pmmh_chains(step_sizes,  # (n_chains,) step size each chain ran with
+                       accept,      # (n_chains,) mean acceptance probability of each chain's kept draws
+                       chosen:bool, # the step sizes were chosen by pmmh (heuristic or adaptation), not given
+                      ):
+    "Warn (`RuntimeWarning`) about PMMH chains that cannot mix: step sizes chosen 10x apart, or acceptance below 3%."
+    eps = np.asarray(step_sizes, dtype=float)
+    msgs = []
+    if chosen and eps.size > 1 and eps.max() > _PMMH_STEP_RATIO * eps.min():
+        msgs.append(f"the chains' step sizes differ by more than {_PMMH_STEP_RATIO:g}x ({np.round(eps, 4).tolist()}): "
+                    "the heuristic/adaptation saw noisy log Z_hat values, and a chain with a tiny step barely moves; "
+                    "pass step_size (e.g. about the posterior sd from a pilot run)")
+    low = np.flatnonzero(np.asarray(accept, dtype=float) < _PMMH_LOW_ACCEPT)
+    if low.size:
+        msgs.append(f"chain(s) {low.tolist()} accepted less than {_PMMH_LOW_ACCEPT:.0%} of proposals "
+                    f"(mean acceptance {np.round(np.asarray(accept)[low], 4).tolist()}): the step size is too large "
+                    "or log Z_hat too noisy (raise N)")
+    for m in msgs:
+        warnings.warn("pmmh: " + m, RuntimeWarning, stacklevel=3)
+    return msgs
+
 def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th: bootstrap_model(ssm(th), y)
          log_prior:Callable,   # theta (d,) -> log prior density
          x0,                   # start (d,) for every chain, or (n_chains, d); inside the prior support
@@ -1048,10 +1084,10 @@ def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th:
          n_warmup:int=200,     # warm-up iterations (burn-in, or adaptation when adapt=True), discarded
          n_draws:int=500,      # draws kept per chain
          n_chains:int=2,       # chains
-         step_size=None,       # proposal standard deviation, scalar or (n_chains,); None: Stan's heuristic at x0
+         step_size=None,       # proposal standard deviation, scalar or (n_chains,); None: Stan's heuristic at x0 (noisy: pass one)
          inv_mass=None,        # diagonal proposal variance multiplier, (d,) (default ones)
          adapt:bool=False,     # adapt step_size and inv_mass during warm-up (see the note on sticky chains)
-         target_accept:Optional[float]=None, # acceptance rate aimed at by the adaptation and by the step-size heuristic; None: `sample`'s rwmh default
+         target_accept:Optional[float]=None, # acceptance rate aimed at by the adaptation and the step-size heuristic; None: `sample`'s rwmh default (0.44 in 1-d, else 0.234)
          resampling:str="systematic", # resampling scheme of the particle filter
          ess_threshold:float=0.5,  # adaptive resampling threshold of the particle filter
          progress:bool=False): # show a progress bar
@@ -1089,7 +1125,9 @@ def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th:
         runs.append(sample("rwmh", target, x0=X[c], n_warmup=n_warmup, n_draws=n_draws, n_chains=1, rng=move_rng,
                            adapt=adapt, step_size=eps, inv_mass=inv_mass,
                            target_accept=target_accept if adapt else None, progress=progress))
-    return _stack_chains(runs)
+    res = _stack_chains(runs)
+    _check_pmmh_chains(res.step_size, res.stats.accept_prob.mean(axis=1), step_size is None or adapt)
+    return res
 
 # %% ../nbs/05_smc.ipynb #4a46c769
 def ar1_pmmh_example(T:int=30,     # number of observations
@@ -1112,7 +1150,7 @@ def _grid_posterior(y, ssm_of, grid):
 def fig_pmmh(result=None,      # an MCMCResult of the example (None: run `pmmh` with the settings below)
              N:int=80,         # particles per likelihood estimate
              n_warmup:int=30,  # burn-in iterations
-             n_draws:int=250,  # draws per chain
+             n_draws:int=500,  # draws per chain
              rng=0):      # random seed
     "PMMH for the AR coefficient of the linear-Gaussian example: traces and posterior vs the exact (Kalman) posterior."
     from bayesnotes.diagnostics import summary
