@@ -219,17 +219,21 @@ def fig_pimh(Ns=(20, 60, 200), # particle numbers compared
              n_draws:int=150,   # draws per particle number (one chain)
              n_rep:int=50,      # filter runs per N for the spread of log Z_hat
              rng=0):            # random seed
-    "PIMH on the linear-Gaussian example: acceptance rate against N (with the log-normal prediction), and the path posterior vs the RTS smoother."
+    "PIMH on the linear-Gaussian example: acceptance rate against N (with the log-normal prediction and the exact rate estimated from independent runs), and the path posterior vs the RTS smoother."
     ssm, _, y = _ar1_example(T)
     rts, model = rts_smoother(ssm, y), bootstrap_model(ssm, y)
     streams = as_rng(rng).spawn(2 * len(Ns))
     runs = [pimh(model, n, streams[i], n_warmup=10, n_draws=n_draws, n_chains=1) for i, n in enumerate(Ns)]
-    sig = [np.std([smc(model, n, streams[len(Ns) + i]).log_evidence for _ in range(n_rep)], ddof=1)
-           for i, n in enumerate(Ns)]
+    lzs = [np.array([smc(model, n, streams[len(Ns) + i]).log_evidence for _ in range(n_rep)]) for i, n in enumerate(Ns)]
+    sig = [np.std(lz, ddof=1) for lz in lzs]
+    # the stationary rate is exactly E[min(Z_hat, Z_hat')] / Z over independent runs: its U-statistic over the pairs i < j
+    exact = [np.sum(np.sort(np.exp(lz - rts.log_evidence)) * np.arange(n_rep - 1, -1, -1)) / (n_rep * (n_rep - 1) / 2)
+             for lz in lzs]
     fig, axes = new_figure(1, 2, width=12, height=3.6, gridspec_kw={"width_ratios": [1, 2]})
     axes[0].plot(Ns, [r.accepted.mean() for r in runs], "o-", color=COLORS[0], label="PIMH")
     axes[0].plot(Ns, 2 * stats.norm.cdf(-np.array(sig) / np.sqrt(2)), "s--", color=COLORS[1],
-                 label=r"$2\Phi(-\hat\sigma/\sqrt{2})$")
+                 label=r"log-normal $2\Phi(-\hat\sigma/\sqrt{2})$")
+    axes[0].plot(Ns, exact, "^:", color=COLORS[2], label=r"$E\,\min(\hat Z, \hat Z')/Z$ (same runs)")
     axes[0].set_xscale("log"); axes[0].set_xticks(Ns, [str(n) for n in Ns]); axes[0].minorticks_off()
     axes[0].set_ylim(0, 1); axes[0].set_xlabel("N"); axes[0].set_ylabel("acceptance rate")
     axes[0].set_title(f"PIMH acceptance, T={T}"); axes[0].legend(fontsize=8)
@@ -286,7 +290,7 @@ def csmc(model,            # a `FeynmanKac` model of a state-space model, e.g. `
          x_ref,            # reference path x_{0:T-1}, shape (T, dim_x)
          N:int,            # number of particles, including the reference (N >= 2)
          rng=None,         # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-         ancestor_sampling:bool=False,  # resample the reference's ancestors (PGAS) instead of keeping its own past
+         ancestor_sampling:bool=True,   # resample the reference's ancestors (PGAS; needs a transition density) or keep its own past (False)
          log_transition=None,  # for ancestor sampling: callable (t, xp, x) -> log p(x_t | x_{t-1}), a GaussianSSM, or None (the model's `ssm`)
         ) -> np.ndarray:
     "The conditional SMC kernel: a new path (T, dim_x) drawn given the reference path; it leaves the smoothing distribution invariant."
@@ -326,7 +330,7 @@ def iterated_csmc(model,            # a `FeynmanKac` model of a state-space mode
                   n_warmup:int=100, # iterations discarded
                   n_draws:int=500,  # draws kept per chain
                   n_chains:int=2,   # chains
-                  ancestor_sampling:bool=False, # particle Gibbs with ancestor sampling (PGAS) instead of plain PG
+                  ancestor_sampling:bool=True, # PGAS (True, as in `particle_gibbs`) or plain particle Gibbs (False), which sticks at early times
                   log_transition=None, # for ancestor sampling: callable (t, xp, x) -> log p(x_t | x_{t-1}), a GaussianSSM, or None (the model's `ssm`)
                   progress:bool=False, # show a progress bar
                  ) -> np.ndarray:

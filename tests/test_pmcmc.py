@@ -193,7 +193,9 @@ def test_csmc_bad_input(seed):
         def logG(self, t, xp, x): return -0.5 * x[:, 0] ** 2
     with pytest.raises(ValueError, match="log_transition"):
         csmc(NoSSM(), x, 5, seed(6), ancestor_sampling=True)
-    assert csmc(NoSSM(), x[:, 0], 5, seed(6)).shape == (8, 1)   # a 1-d reference path is read as (T, 1)
+    with pytest.raises(ValueError, match="log_transition"):     # the default is ancestor sampling
+        csmc(NoSSM(), x, 5, seed(6))
+    assert csmc(NoSSM(), x[:, 0], 5, seed(6), ancestor_sampling=False).shape == (8, 1)   # a 1-d path is read as (T, 1)
     with pytest.raises(ValueError, match="model"):
         csmc(object(), x, 5, seed(6))
 
@@ -225,11 +227,12 @@ def test_pg_without_ancestor_sampling_sticks_at_early_times(seed):
     """With N = 5 and T = 30, plain PG hardly ever changes x_0, PGAS usually does (the classic picture).
 
     Over 150 transitions a rate's binomial SE is at most 0.041; measured rates are about 0.01 (PG) and 0.6 (PGAS),
-    so the asserted gap of 0.3 is more than 10 SEs from both."""
+    so the asserted gap of 0.3 is more than 10 SEs from both. PGAS runs with the defaults of `iterated_csmc`: this
+    fails if the default is plain PG again (a frozen x_0 at every seed)."""
     ssm, _, y = _ar1_example(30)
     model = bootstrap_model(ssm, y)
-    pg = update_rate(iterated_csmc(model, 5, seed(9), n_warmup=10, n_draws=151, n_chains=1))
-    pgas = update_rate(iterated_csmc(model, 5, seed(9), n_warmup=10, n_draws=151, n_chains=1, ancestor_sampling=True))
+    pg = update_rate(iterated_csmc(model, 5, seed(9), n_warmup=10, n_draws=151, n_chains=1, ancestor_sampling=False))
+    pgas = update_rate(iterated_csmc(model, 5, seed(9), n_warmup=10, n_draws=151, n_chains=1))   # default: PGAS
     assert pg.shape == (30,) and pgas[0] > pg[0] + 0.3
     assert pg[-1] > pg[0] + 0.3       # plain PG does renew the end of the path
 
