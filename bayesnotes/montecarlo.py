@@ -5,6 +5,7 @@
 # %% ../nbs/03_montecarlo.ipynb #501ab467
 from __future__ import annotations
 import math
+import warnings
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -22,7 +23,7 @@ __all__ = ['MCEstimate', 'mc_estimate', 'samples_needed', 'PiEstimate', 'estimat
            'ARSResult', 'adaptive_rejection_sample', 'fig_adaptive_rejection', 'ISResult', 'importance_sample',
            'ProposalEfficiency', 'gaussian_proposal_efficiency', 'fig_importance_tails', 'CVEstimate',
            'control_variate_estimate', 'antithetic_estimate', 'fig_variance_reduction', 'qmc_points', 'rqmc_estimate',
-           'fig_qmc_points', 'fig_qmc_error', 'fig_proposal_width']
+           'fig_qmc_points', 'QMCErrorCurves', 'qmc_error_curves', 'fig_qmc_error', 'fig_proposal_width']
 
 # %% ../nbs/03_montecarlo.ipynb #2dca6bdb
 def _scalar(a):
@@ -50,7 +51,7 @@ def samples_needed(sigma:float,        # standard deviation of the integrand f(X
                    eps:float,          # half-width of the wanted interval
                    level:float=0.95,   # probability that the estimate lands within +-eps
                   ) -> int:
-    "Smallest S with z * sigma / sqrt(S) <= eps, z the two-sided normal quantile for `level`."
+    "Smallest N with z * sigma / sqrt(N) <= eps, z the two-sided normal quantile for `level`."
     sigma = float(check_positive("sigma", sigma)); eps = float(check_positive("eps", eps))
     level = float(check_finite("level", level))
     if not 0 < level < 1:
@@ -89,7 +90,7 @@ def fig_pi(n:int=5000, # number of uniform points
     ax0.plot(p[~ins, 0], p[~ins, 1], ".", ms=2, color=COLORS[1], label="outside")
     t = np.linspace(0, 2 * np.pi, 300)
     ax0.plot(np.cos(t), np.sin(t), color="k", lw=1)
-    ax0.set(aspect="equal", title=rf"$\hat\pi = {res.estimate:.3f} \pm {res.stderr:.3f}$ (S = {n})")
+    ax0.set(aspect="equal", title=rf"$\hat\pi = {res.estimate:.3f} \pm {res.stderr:.3f}$ (N = {n})")
     k = np.arange(1, n + 1)
     qhat = np.cumsum(ins) / k
     run = 4 * qhat
@@ -98,7 +99,7 @@ def fig_pi(n:int=5000, # number of uniform points
     ax1.fill_between(k[i], (run - band)[i], (run + band)[i], color=COLORS[0], alpha=0.25, label="95% band")
     ax1.plot(k[i], run[i], color=COLORS[0], label=r"running $\hat\pi$")
     ax1.axhline(np.pi, color="k", ls="--", lw=1, label=r"$\pi$")
-    ax1.set(xscale="log", xlabel="number of draws S", ylim=(2.4, 3.9), title="error shrinks like $S^{-1/2}$")
+    ax1.set(xscale="log", xlabel="number of draws N", ylim=(2.4, 3.9), title="error shrinks like $N^{-1/2}$")
     ax1.legend(loc="upper right")
     return fig
 
@@ -121,14 +122,14 @@ def fig_mc_accuracy(mean:float=1.5,  # mean of the Gaussian
         axes[1, j].plot(grid, stats.gaussian_kde(x)(grid), color=COLORS[0], label="KDE")
         for ax in axes[:, j]:
             ax.plot(grid, pdf, color=COLORS[1], label="true pdf")
-        axes[0, j].set(title=rf"S = {n}: mean {m.estimate:.2f} $\pm$ {m.stderr:.2f}")
+        axes[0, j].set(title=rf"N = {n}: mean {m.estimate:.2f} $\pm$ {m.stderr:.2f}")
         axes[1, j].legend(loc="upper right")
     return fig
 
 # %% ../nbs/03_montecarlo.ipynb #d63df413
 def _open_uniform(rng, size):
-    "Uniform draws on the open interval (0, 1): midpoints of 2**53 equal cells."
-    return (rng.integers(0, 2**53, size=size) + 0.5) / 2.0**53
+    "Uniform draws on the open interval (0, 1): the midpoints (k + 1/2) 2^-52 of 2**52 equal cells, all exact."
+    return (rng.integers(0, 2**52, size=size) + 0.5) / 2.0**52     # k + 1/2 has <= 53 bits: in [2^-53, 1 - 2^-53]
 
 def inverse_cdf_sample(ppf:Callable, # vectorised quantile function F^{-1}: (n,) probabilities -> (n,) values
                        n:int,        # number of draws
@@ -196,7 +197,7 @@ def box_muller(n:int,            # number of standard normal draws
 def fig_box_muller(n:int=2000, # pairs proposed in the left panel / draws in the others
                    rng=0, # random generator or seed (SPEC 7)
                   ):
-    "Polar Box-Muller: uniform points in the disc, the resulting N(0,1) histogram, and a Cholesky-correlated cloud."
+    "Polar Box-Muller: proposals kept inside the disc, the histogram of an independent sample, and a Cholesky-correlated cloud."
     rng = as_rng(rng)
     z = rng.uniform(-1, 1, size=(n, 2))
     keep = np.sum(z**2, axis=1) <= 1
@@ -204,11 +205,11 @@ def fig_box_muller(n:int=2000, # pairs proposed in the left panel / draws in the
     fig, axes = new_figure(1, 3, width=12.0, height=3.9)
     axes[0].plot(z[keep, 0], z[keep, 1], ".", ms=2, color=COLORS[0], label="kept")
     axes[0].plot(z[~keep, 0], z[~keep, 1], ".", ms=2, color=COLORS[1], label="rejected")
-    axes[0].set(aspect="equal", title=f"uniform on the disc (kept {keep.mean():.3f}, $\\pi/4$ = {np.pi/4:.3f})")
+    axes[0].set(aspect="equal", title=f"proposals in the square (kept {keep.mean():.3f}, $\\pi/4$ = {np.pi/4:.3f})")
     grid = np.linspace(-4, 4, 200)
     axes[1].hist(g, bins=50, density=True, color=COLORS[0], alpha=0.6, label="Box-Muller")
     axes[1].plot(grid, stats.norm.pdf(grid), color=COLORS[1], label="N(0, 1)")
-    axes[1].set(title=r"$z\,\sqrt{-2\log s / s}$")
+    axes[1].set(title=r"$v\,\sqrt{-2\log s / s}$ from an independent sample")
     axes[1].legend(loc="upper left")
     S = np.array([[1.0, 0.8], [0.8, 1.0]])
     L = np.linalg.cholesky(S)
@@ -508,7 +509,8 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
                       n:int,               # number of proposal draws
                       rng=None,                 # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                       f:Callable=None,     # function whose expectation is wanted: draws -> (n,) or (n, k); default identity
-                      self_normalized:bool=True, # self-normalise (True) or use the direct estimator (normalised target only)
+                      self_normalized:bool=True, # self-normalise (True) or use the direct estimator (normalised target only;
+                                                 # warns when log Zhat is more than 5 standard errors from 0)
                      ) -> ISResult:
     "Importance-sampling estimate of E_target[f], its standard error, log Zhat and the ESS of the weights."
     _check_proposal(proposal)
@@ -528,17 +530,23 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
         est = np.tensordot(W, fx, axes=1)
         se = np.sqrt(np.tensordot(W**2, (fx - est) ** 2, axes=1))
     else:
+        if abs(log_evidence) > max(5.0 * log_Z_se, 1e-8):     # |z| > 5 has probability 6e-7 for a normalised target
+            k = abs(log_evidence) / log_Z_se if log_Z_se > 0 else math.inf
+            warnings.warn(f"self_normalized=False needs a normalised target, but log Zhat = {log_evidence:.4g} is {k:.3g} "
+                          "standard errors from 0, so the estimate is Z E[f] rather than E[f]. Use self_normalized=True or "
+                          "normalise log_target (if it is normalised, the weights are too heavy-tailed to trust)",
+                          UserWarning, stacklevel=2)
         wf = np.exp(logw).reshape((n,) + (1,) * (fx.ndim - 1)) * fx
         est, se = wf.mean(axis=0), wf.std(axis=0, ddof=1) / math.sqrt(n)
     return ISResult(_scalar(est), _scalar(se), float(log_evidence), log_Z_se, ess(logw), x, logw)
 
 # %% ../nbs/03_montecarlo.ipynb #04cb3be6
 class ProposalEfficiency(NamedTuple):
-    "Efficiency of a N(0, s^2 I) proposal for a N(0, I) target in D dimensions."
-    acceptance: float    # rejection sampling with the best envelope: s^-D (0.0 if s < 1: no envelope exists)
-    ess_fraction: float  # importance sampling, limit of ESS/n = 1/E_q[w^2] (0.0 if s^2 <= 1/2: infinite weight variance)
+    "Efficiency of a N(0, sigma_q^2 I) proposal for a N(0, I) target in D dimensions."
+    acceptance: float    # rejection sampling with the best envelope: sigma_q^-D (0.0 if sigma_q < 1: no envelope exists)
+    ess_fraction: float  # importance sampling, limit of ESS/N = 1/E_q[w^2] (0.0 if sigma_q^2 <= 1/2: infinite weight variance)
 
-def gaussian_proposal_efficiency(scale:float, # proposal/target standard deviation ratio s = sigma_q / sigma_p
+def gaussian_proposal_efficiency(scale:float, # proposal/target standard deviation ratio sigma_q / sigma_p
                                  dim:int,     # dimension D
                                 ) -> ProposalEfficiency:
     "Exact rejection acceptance rate and asymptotic IS ESS fraction for Gaussian target and proposal."
@@ -569,7 +577,7 @@ def fig_importance_tails(n:int=20_000, # draws per proposal
         w = np.exp(lw)
         running = np.cumsum(w * r.samples**2) / np.cumsum(w)
         axes[2].plot(k[idx], running[idx], color=COLORS[i], lw=1.2,
-                     label=f"{name}: {r.estimate:.3f} $\\pm$ {r.stderr:.3f}, ESS/n = {r.ess / n:.2f}")
+                     label=f"{name}: {r.estimate:.3f} $\\pm$ {r.stderr:.3f}, ESS/N = {r.ess / n:.2f}")
     axes[0].set(xlabel="x", title="target and proposals")
     axes[0].legend(fontsize=8)
     axes[1].set(xlabel="x", yscale="log", ylim=(1e-3, 1e3), title="weights $w(x) = p(x)/q(x)$")
@@ -633,21 +641,21 @@ def antithetic_estimate(f:Callable, # vectorised integrand on [0, 1]^dim: (n,) o
 
 # %% ../nbs/03_montecarlo.ipynb #9b9a00eb
 def fig_variance_reduction(n_rep:int=1000, # independent replications of each estimator
-                           S:int=1500,      # evaluations of f per estimate
+                           n:int=1500,      # evaluations of f per estimate
                            rng=0,      # random generator or seed (SPEC 7)
                           ):
     "Sampling distributions of plain MC, control-variate and antithetic estimates of E[1/(1+U)] = ln 2."
     rng = as_rng(rng)
     f = lambda u: 1.0 / (1.0 + u)
     ln2 = math.log(2)
-    U = rng.random((n_rep, S))
+    U = rng.random((n_rep, n))
     plain = f(U).mean(axis=1)
     cv = np.array([control_variate_estimate(f(u), 1 + u, 1.5).estimate for u in U])
-    anti = 0.5 * (f(U[:, : S // 2]) + f(1 - U[:, : S // 2])).mean(axis=1)
+    anti = 0.5 * (f(U[:, : n // 2]) + f(1 - U[:, : n // 2])).mean(axis=1)
     var_f = 0.5 - ln2**2
-    se = {"plain MC": math.sqrt(var_f / S),
-          "control variate": math.sqrt((var_f - 12 * (1 - 1.5 * ln2) ** 2) / S),
-          "antithetic": math.sqrt((var_f + 2 / 3 * ln2 - ln2**2) / 2 / (S // 2))}
+    se = {"plain MC": math.sqrt(var_f / n),
+          "control variate": math.sqrt((var_f - 12 * (1 - 1.5 * ln2) ** 2) / n),
+          "antithetic": math.sqrt((var_f + 2 / 3 * ln2 - ln2**2) / 2 / (n // 2))}
     fig, ax = new_figure(width=7.0, height=4.0)
     grid = np.linspace(ln2 - 0.013, ln2 + 0.013, 400)
     for i, (name, est) in enumerate(zip(se, (plain, cv, anti))):
@@ -655,7 +663,7 @@ def fig_variance_reduction(n_rep:int=1000, # independent replications of each es
         ax.plot(grid, stats.norm(ln2, se[name]).pdf(grid), color=COLORS[i],
                 label=f"{name}: sd {est.std():.5f} (theory {se[name]:.5f})")
     ax.axvline(ln2, color="k", ls="--", lw=1)
-    ax.set(xlabel="estimate", xlim=(grid[0], grid[-1]), title=rf"{n_rep} replications, {S} evaluations each; truth $\ln 2$")
+    ax.set(xlabel="estimate", xlim=(grid[0], grid[-1]), title=rf"{n_rep} replications, {n} evaluations each; truth $\ln 2$")
     ax.legend(fontsize=8)
     return fig
 
@@ -674,8 +682,10 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
                dim:int,                  # dimension D
                rng=None,                      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                method:str="sobol",       # "sobol", "halton" or "mc" (independent uniforms)
-               randomize:str="auto",     # "scramble" (Owen), "digital_shift" (XOR of the binary digits), "shift" (random
-                                         # shift mod 1) or None (deterministic); "auto": scramble QMC, nothing for "mc"
+               randomize:str="auto",     # "scramble" (scipy: linear matrix scramble + digital shift for Sobol',
+                                         # digit permutations for Halton), "digital_shift" (XOR of the binary digits;
+                                         # Sobol' only), "shift" (random shift mod 1) or None (deterministic);
+                                         # "auto": scramble QMC, nothing for "mc"
               ) -> np.ndarray:
     "A point set in [0, 1)^dim of shape (n, dim): Sobol', Halton or i.i.d. uniform, optionally randomised."
     n = check_count("n", n); d = check_count("dim", dim); rng = as_rng(rng)
@@ -689,6 +699,9 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
                              "leave it at 'auto' or None")
         return rng.random((n, d))
     if randomize == "auto": randomize = "scramble"
+    if randomize == "digital_shift" and method != "sobol":
+        raise ValueError("randomize='digital_shift' XORs binary digits, which suits base-2 nets (method='sobol'); Halton "
+                         "coordinates use bases 3, 5, ...: use randomize='scramble' or 'shift'")
     if method == "sobol":
         if n & (n - 1):
             raise ValueError(f"n must be a power of 2 for Sobol' points (their balance needs it), got {n}")
@@ -698,7 +711,8 @@ def qmc_points(n:int,                    # number of points (a power of 2 for So
     if randomize == "shift":
         x = (x + rng.random(d)) % 1.0
     elif randomize == "digital_shift":      # XOR every point's 52-bit binary expansion with one random 52-bit string
-        B = 2.0 ** 52                       # Sobol' and Halton points are exact multiples of 2^-52 or coarser in base 2
+        B = 2.0 ** 52                       # scipy's Sobol' points are multiples of 2^-bits (bits = 30 by default, <= 52):
+                                            # floor(x 2^52) is exact
         v = rng.integers(0, 2 ** 52, size=d, dtype=np.uint64)
         x = (np.floor(x * B).astype(np.uint64) ^ v) / B
     return x
@@ -718,10 +732,10 @@ def rqmc_estimate(f:Callable,               # vectorised integrand on [0,1]^dim:
                   dim:int,                  # dimension D
                   rng=None,                      # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                   method:str="sobol",       # "sobol", "halton" or "mc"
-                  randomize:str="auto",     # "scramble", "digital_shift" or "shift" ("auto": scramble; not None)
-                  n_rep:int=16,            # independent randomisations R
+                  randomize:str="auto",     # "scramble", "digital_shift" (Sobol' only) or "shift" ("auto": scramble; not None)
+                  n_rep:int=16,            # independent randomisations B (intervals need the t quantile with B - 1 df)
                  ) -> MCEstimate:
-    "Randomised QMC estimate of the integral of f over [0,1]^dim: mean of R replicate means, with its stderr."
+    "Randomised QMC integral of f over [0,1]^dim: mean of B replicate means and its stderr (for intervals: t, B - 1 df)."
     if not callable(f):
         raise ValueError("f must be callable")
     if randomize is None and method != "mc":
@@ -755,35 +769,60 @@ def fig_qmc_points(n:int=256, # points per panel (a power of 2)
     return fig
 
 # %% ../nbs/03_montecarlo.ipynb #0ea8c774
+_QMC_RUNS = {"Monte Carlo": ("mc", None), "Halton, scrambled": ("halton", "scramble"),
+             "Sobol', random shift": ("sobol", "shift"), "Sobol', digital shift": ("sobol", "digital_shift"),
+             "Sobol', scrambled": ("sobol", "scramble")}
+
+class QMCErrorCurves(NamedTuple):
+    "Errors against the number of points N for Monte Carlo and (randomised) QMC, from `qmc_error_curves`."
+    N: np.ndarray              # numbers of points, powers of 2
+    rmse: dict                 # method name -> RMSE over the replicates at each N
+    deterministic: np.ndarray  # |error| of deterministic Sobol' points at each N
+    slopes: dict               # method name (and "Sobol', deterministic") -> least-squares slope of log error on log N
+    dim: int                   # dimension D of the integral
+    n_rep: int                 # replicates per N
+
+def qmc_error_curves(dim:int=3,        # dimension D of the integral
+                     max_log2:int=14,  # largest N is 2**max_log2 (the smallest is 16)
+                     n_rep:int=16,     # randomisations per N (RMSE over replicates)
+                     rng=None,         # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                    ) -> QMCErrorCurves:
+    "RMSE vs N of MC and randomised Halton and Sobol', and |error| of deterministic Sobol', for prod_j e^u_j / (e - 1)."
+    d = check_count("dim", dim); m = check_count("max_log2", max_log2, 5); n_rep = check_count("n_rep", n_rep, 2)
+    rng = as_rng(rng)
+    N = 2 ** np.arange(4, m + 1)
+    rmse = {name: np.array([np.sqrt(np.mean((_replicate_means(_exp_product, int(n), d, rng, method, rand, n_rep) - 1) ** 2))
+                            for n in N]) for name, (method, rand) in _QMC_RUNS.items()}
+    det = np.array([abs(_exp_product(qmc_points(int(n), d, rng, "sobol", None)).mean() - 1) for n in N])
+    slope = lambda e: float(np.polyfit(np.log(N), np.log(e), 1)[0])
+    slopes = {name: slope(e) for name, e in rmse.items()}
+    slopes["Sobol', deterministic"] = slope(det)
+    return QMCErrorCurves(N, rmse, det, slopes, d, n_rep)
+
 def fig_qmc_error(dim:int=3,        # dimension of the integral
                   max_log2:int=14,  # largest N is 2**max_log2
-                  n_rep:int=16,    # randomisations per N (RMSE over replicates)
-                  rng=0,       # random generator or seed (SPEC 7)
+                  n_rep:int=16,     # randomisations per N (RMSE over replicates)
+                  rng=0,            # random generator or seed (SPEC 7)
+                  curves:QMCErrorCurves=None, # output of `qmc_error_curves` to draw (then the arguments above are unused)
                  ):
-    "Error vs N on a log-log scale for MC, Halton, Sobol', shifted and scrambled Sobol' on a smooth integrand."
-    rng = as_rng(rng)
-    N = 2 ** np.arange(4, max_log2 + 1)
-    runs = {"Monte Carlo": ("mc", None), "Halton, scrambled": ("halton", "scramble"),
-            "Sobol', random shift": ("sobol", "shift"), "Sobol', digital shift": ("sobol", "digital_shift"),
-            "Sobol', scrambled": ("sobol", "scramble")}
+    "Error vs N, log-log: MC, scrambled Halton, Sobol' with random shift, digital shift or scrambling, deterministic Sobol'."
+    c = qmc_error_curves(dim, max_log2, n_rep, rng) if curves is None else curves
+    N = c.N
     fig, ax = new_figure(width=7.0, height=4.6)
-    for i, (name, (method, rand)) in enumerate(runs.items()):
-        rmse = np.array([np.sqrt(np.mean((_replicate_means(_exp_product, int(n), dim, rng, method, rand, n_rep) - 1) ** 2))
-                         for n in N])
-        slope = np.polyfit(np.log(N), np.log(rmse), 1)[0]
-        ax.plot(N, rmse, "o-", ms=3, color=COLORS[i], label=f"{name} (slope {slope:.2f})")
-    det = np.array([abs(_exp_product(qmc_points(int(n), dim, rng, "sobol", None)).mean() - 1) for n in N])
-    ax.plot(N, det, "s--", ms=3, color=COLORS[4], label=f"Sobol', deterministic (slope {np.polyfit(np.log(N), np.log(det), 1)[0]:.2f})")
+    for i, (name, rmse) in enumerate(c.rmse.items()):
+        ax.plot(N, rmse, "o-", ms=3, color=COLORS[i], label=f"{name} (slope {c.slopes[name]:.2f})")
+    name = "Sobol', deterministic"
+    ax.plot(N, c.deterministic, "s--", ms=3, color=COLORS[5], label=f"{name} (slope {c.slopes[name]:.2f})")
     for p, ls in ((0.5, ":"), (1.0, "-."), (1.5, "--")):
         ax.plot(N, 0.15 * (N / N[0]) ** -p * (1 if p == 0.5 else 0.5), color="0.5", ls=ls, lw=1)
         ax.annotate(f"$N^{{-{p:g}}}$", (N[-1], 0.15 * (N[-1] / N[0]) ** -p * (1 if p == 0.5 else 0.5)), fontsize=8)
     ax.set(xscale="log", yscale="log", xlabel="number of points N", ylabel="RMSE (|error| if deterministic)",
-           title=rf"$\int_{{[0,1]^{dim}}} \prod_j e^{{u_j}}/(e-1)\,du = 1$, {n_rep} replicates")
+           title=rf"$\int_{{[0,1]^{c.dim}}} \prod_j e^{{u_j}}/(e-1)\,du = 1$, {c.n_rep} replicates")
     ax.legend(fontsize=8, loc="lower left")
     return fig
 
 # %% ../nbs/03_montecarlo.ipynb #7ac655ff
-def fig_proposal_width(scale:float=1.5, # proposal/target standard deviation ratio s
+def fig_proposal_width(scale:float=1.5, # proposal standard deviation sigma_q (the target's is 1)
                        dim:int=1,       # dimension D
                        n:int=4000,      # draws for the simulated check
                        rng=0,      # random generator or seed (SPEC 7)
@@ -801,20 +840,20 @@ def fig_proposal_width(scale:float=1.5, # proposal/target standard deviation rat
     fig, (ax0, ax1) = new_figure(1, 2, width=11.0, height=4.0)
     grid = np.linspace(-5, 5, 400)
     ax0.plot(grid, stats.norm.pdf(grid), color="k", lw=2, label="target (one coordinate)")
-    ax0.plot(grid, stats.norm(0, s).pdf(grid), color=COLORS[0], label=f"proposal, s = {s:.2f}")
+    ax0.plot(grid, stats.norm(0, s).pdf(grid), color=COLORS[0], label=f"proposal, $\\sigma_q$ = {s:.2f}")
     if s >= 1:
-        ax0.plot(grid, s * stats.norm(0, s).pdf(grid), color=COLORS[1], ls="--", label="1-d envelope $s\\,q$")
+        ax0.plot(grid, s * stats.norm(0, s).pdf(grid), color=COLORS[1], ls="--", label="1-d envelope $\\sigma_q\\,q$")
     ax0.set(xlabel="x", title=f"D = {D}: one coordinate of target and proposal")
     ax0.legend(fontsize=8)
     ss = np.linspace(0.55, 3.0, 300)
     effs = np.array([gaussian_proposal_efficiency(v, D) for v in ss])
-    ax1.plot(ss, effs[:, 0], color=COLORS[1], label="rejection acceptance $s^{-D}$")
-    ax1.plot(ss, effs[:, 1], color=COLORS[0], label="IS ESS / n")
-    ax1.plot(s, r_is.ess / n, "o", color=COLORS[0], label=f"simulated ESS/n = {r_is.ess / n:.3f}")
+    ax1.plot(ss, effs[:, 0], color=COLORS[1], label="rejection acceptance $\\sigma_q^{-D}$")
+    ax1.plot(ss, effs[:, 1], color=COLORS[0], label="IS ESS / N")
+    ax1.plot(s, r_is.ess / n, "o", color=COLORS[0], label=f"simulated ESS/N = {r_is.ess / n:.3f}")
     if acc_sim is not None:
         ax1.plot(s, acc_sim, "s", color=COLORS[1], label=f"simulated acceptance = {acc_sim:.3f}")
     ax1.axvline(s, color="0.5", lw=0.8, ls=":")
-    ax1.set(xlabel="proposal scale s", yscale="log", ylim=(1e-4, 1.5),
+    ax1.set(xlabel="proposal scale $\\sigma_q$", yscale="log", ylim=(1e-4, 1.5),
             title=f"theory: acceptance {eff.acceptance:.3g}, ESS fraction {eff.ess_fraction:.3g}")
     ax1.legend(fontsize=8, loc="lower right")
     return fig
