@@ -503,11 +503,14 @@ def fig_semi_supervised(rng=0,  # random generator or seed of `semi_supervised_r
     fig = new_figure(width=11, height=4)[0]; fig.clf()
     sub = fig.subfigures(1, 2, width_ratios=[1, 1.3])
     ax = sub[0].subplots()
-    names = ["M2, 100 labels\n+ 1337 unlabelled", "logistic regr.,\n100 labels", "logistic regr.,\nall 1437 labels"]
+    n_lab, n_train = len(run.labelled), len(data.y_train)
+    names = [f"M2, {n_lab} labels\n+ {n_train - n_lab} unlabelled", f"logistic regr.,\n{n_lab} labels",
+             f"logistic regr.,\nall {n_train} labels"]
     vals = [run.accuracy, run.baseline_accuracy, full]
     ax.bar(names, vals, color=COLORS[:3])
     for k, v in enumerate(vals): ax.text(k, v + 0.01, f"{v:.3f}", ha="center")
-    ax.set_ylim(0.5, 1.05); ax.set_ylabel("test accuracy (359 images)"); ax.tick_params(axis="x", labelsize=8)
+    ax.set_ylim(0.5, 1.05); ax.set_ylabel(f"test accuracy ({len(data.y_test)} images)")
+    ax.tick_params(axis="x", labelsize=8)
     axes = sub[1].subplots(10, 8)
     Z = as_rng(rng).standard_normal((8, run.model.latent_dim))
     for k in range(10):

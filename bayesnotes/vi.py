@@ -1543,7 +1543,7 @@ def _hermgauss(n):
 
 @lru_cache(maxsize=None)
 def _logistic_legendre(n, L=40.0):
-    "Gauss-Legendre nodes on [-L, L] with the logistic density sigma(l) sigma(-l) folded into the weights."
+    "Gauss-Legendre nodes on [-L, L] with the logistic density sigmoid(l) sigmoid(-l) folded into the weights."
     x, w = np.polynomial.legendre.leggauss(n)
     return L * x, L * w * special.expit(L * x) * special.expit(-L * x)
 
