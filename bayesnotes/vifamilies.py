@@ -35,20 +35,36 @@ def _trapezoid(d, r):
     rows = np.concatenate([np.arange(j, d) for j in range(r)])
     return rows, cols
 
+def _excl_cumsum(x):
+    "Cumulative sums along the last axis that leave out the current entry: out[..., i] = sum_{j < i} x[..., j]."
+    c = anp.cumsum(x, axis=-1)
+    return anp.concatenate([anp.zeros(anp.shape(x)[:-1] + (1,)), c[..., :-1]], axis=-1)
+
+def _update_solve(p, D, t, x):
+    "Solve F~ y = x, F~ the unit lower factor of diag(D) + p p^T (eq. 4a, p = nu), t[i] = tau_{i-1} = 1 + sum_{j < i} p_j^2 / D_j."
+    return x - p * _excl_cumsum(p * x / D) / t
+
+def _update_solve_t(p, D, t, x):
+    "Solve F~^T y = x for the same factor: y_j = x_j - (p_j / D_j) sum_{i > j} p_i x_i / t[i]."
+    return x - (p / D) * _excl_cumsum((p * x / t)[..., ::-1])[..., ::-1]
+
 class LowRankGaussian(GaussianFamily):
     "Gaussian N(m, B B^T + diag(c^2)), B of shape (dim, rank) with zeros above its diagonal; parameters [m, log c, B]."
     def __init__(self,
                  dim:int,      # dimension d of z
                  rank:int=1,   # number of factors r (1 <= r <= d)
-                 params=None,  # unconstrained parameter vector of length `n_params`; default m = 0, c = 1, B = 0.1 I
+                 params=None,  # unconstrained parameter vector of length `n_params`; default m = 0, c = 1, B_ij = 0.1 cos(2.4 (i+1)(j+1))
                 ):
         d = check_count("dim", dim)
         self.rank = check_count("rank", rank)
         if self.rank > d:
             raise ValueError(f"rank must be at most dim = {d}, got {rank}")
-        if params is None:                     # B = 0 is a saddle point of the ELBO (its gradient in B vanishes)
+        if params is None:
+            # B = 0 is a saddle point of the ELBO (its gradient in B vanishes), and a B that is zero off its diagonal can
+            # stay so under exact gradients (when coordinate j is independent of the others, so is column j's gradient):
+            # start from small loadings spread over every coordinate, a different pattern in each column
             rows, cols = _trapezoid(d, self.rank)
-            params = np.concatenate([np.zeros(2 * d), np.where(rows == cols, 0.1, 0.0)])
+            params = np.concatenate([np.zeros(2 * d), 0.1 * np.cos(2.4 * (rows + 1) * (cols + 1))])
         super().__init__(d, params)
 
     @property
@@ -90,6 +106,23 @@ class LowRankGaussian(GaussianFamily):
             i = j * d - j * (j - 1) // 2
             cols.append(anp.concatenate([np.zeros(j), b[i:i + d - j]]))
         return anp.stack(cols, axis=1)
+    def _ldl(self):
+        """Sigma = C^2 + b_1 b_1^T + ... + b_r b_r^T as r rank-one updates of an LDL^T factorisation (eq. 4a): per update
+        (p_k = nu, the diagonal D before it, t = 1 + sum_{j < i} p_j^2 / D_j) and the final D; Sigma = F D F^T, F = F~_1 ... F~_r."""
+        if getattr(self, "_ldl_memo", None) is not None:
+            return self._ldl_memo
+        B, D, ups = self.factor, anp.exp(2 * self.log_diag), []
+        for k in range(self.rank):
+            p = B[:, k]
+            for u in ups:                                        # p = F^-1 b_k, F of the sum so far
+                p = _update_solve(*u, p)
+            t = 1.0 + _excl_cumsum(p**2 / D)
+            ups.append((p, D, t))
+            D = D + p**2 / t
+        out = ups, D
+        if not isbox(self.params):
+            self._ldl_memo = out
+        return out
     def _parts(self):
         "B, c and the lower Cholesky factor L of M = I + B^T diag(c^-2) B (autograd-friendly)."
         if getattr(self, "_memo", None) is not None:
@@ -122,20 +155,18 @@ class LowRankGaussian(GaussianFamily):
     def log_prob(self,
                  z,     # points, shape (..., dim)
                 ):
-        "Log density at z of shape (..., d), by the Woodbury identity and the matrix determinant lemma."
+        "Log density at z of shape (..., d), through the rank-one-update LDL^T factorisation of Sigma (eq. 4a): O(d r) per point."
         z = _check_points(z, self.dim)
-        B, c, L = self._parts()
-        v = anp.reshape(z - self.mean, (-1, self.dim))
-        w = v / c**2
-        u = _asolve_tri(L, anp.transpose(anp.dot(w, B)), lower=True)     # L^-1 B^T C^-2 v, (r, n)
-        quad = anp.sum(v * w, axis=1) - anp.sum(u**2, axis=0)
-        out = -0.5 * quad - anp.sum(self.log_diag) - anp.sum(anp.log(anp.diag(L))) - 0.5 * self.dim * np.log(2 * np.pi)
+        ups, D = self._ldl()
+        y = anp.reshape(z - self.mean, (-1, self.dim))
+        for u in ups:                                            # y = F^-1 (z - m), F = F~_1 ... F~_r
+            y = _update_solve(*u, y)
+        out = -0.5 * anp.sum(y**2 / D, axis=1) - 0.5 * anp.sum(anp.log(D)) - 0.5 * self.dim * np.log(2 * np.pi)
         return anp.reshape(out, anp.shape(z)[:-1])
 
     def entropy(self):
-        "Entropy 0.5 d (1 + log 2 pi) + sum log c + log det L."
-        _, _, L = self._parts()
-        return 0.5 * self.dim * (1 + np.log(2 * np.pi)) + anp.sum(self.log_diag) + anp.sum(anp.log(anp.diag(L)))
+        "Entropy 0.5 d (1 + log 2 pi) + 0.5 log det Sigma, log det Sigma = sum log D from the factorisation (4a) (equal to eq. 4)."
+        return 0.5 * self.dim * (1 + np.log(2 * np.pi)) + 0.5 * anp.sum(anp.log(self._ldl()[1]))
 
     def _np_parts(self):
         B, c, L = self._parts()
@@ -179,11 +210,14 @@ class LowRankGaussian(GaussianFamily):
         return self._rows(g, gc, GB)
 
     def _sigma_inv(self, v):
-        "Sigma^-1 v for v of shape (n, d) (Woodbury)."
-        B, c, L, _ = self._np_parts()
-        w = v / c**2
-        t = linalg.cho_solve((L, True), (w @ B).T).T
-        return w - (t @ B.T) / c**2
+        "Sigma^-1 v = F^-T D^-1 F^-1 v for v of shape (n, d), through the factorisation of eq. (4a)."
+        ups, D = self._ldl()
+        for u in ups:
+            v = _update_solve(*u, v)
+        v = v / D
+        for u in reversed(ups):
+            v = _update_solve_t(*u, v)
+        return v
 
     def z_grad(self,
                eps,   # standard-normal draws, shape (n, dim)
@@ -216,15 +250,52 @@ class KLOptimum(NamedTuple):
     q: object     # the optimal family member
     kl: float     # KL(q || p) at the optimum, nats
 
-def gaussian_kl_optimum(mean,    # mean of the Gaussian target, shape (d,)
-                        cov,     # covariance of the target, shape (d, d), symmetric positive definite
-                        family,  # family instance to start from (`MeanFieldGaussian`, `FullRankGaussian`, `LowRankGaussian`)
+def _lowrank_profile(logc,  # log diagonal scales log c, shape (d,)
+                     S,     # target covariance, shape (d, d)
+                     Pd,    # diagonal of the target precision, shape (d,)
+                     r,     # rank
+                    ):
+    """KL(q || N(mu, S)) - (log det S - d) / 2 at m = mu and the best B for this c (eq. 6a), its gradient in log c, and
+    the eigenpairs (e_k > 1, V) of C^-1 S C^-1 that give that B = C V diag(sqrt(e - 1))."""
+    c, d = np.exp(logc), len(logc)
+    e, V = linalg.eigh(S / np.outer(c, c), subset_by_index=[d - r, d - 1])   # the r largest eigenpairs
+    keep = e > 1
+    e, V = e[keep], V[:, keep]
+    f = 0.5 * (Pd @ c**2 - 2 * np.sum(logc) + np.sum(1 - 1 / e - np.log(e)))
+    return f, Pd * c**2 - 1 + (V**2) @ (1 - 1 / e), e, V
+
+def _lowrank_optimum(mean, S, P, family, n_starts, rng):
+    "Multi-start L-BFGS-B over log c of the profile (6a) in the box (6b); then B in closed form, rotated to zeros above its diagonal."
+    d, r, Pd = family.dim, family.rank, np.diag(P)
+    hi = -0.5 * np.log(Pd)                                     # c_i <= 1 / sqrt(P_ii) at every stationary point
+    lo = hi + np.log(1e-4)                                     # boundary optima c_i -> 0 stop here (< 5e-9 nats each)
+    starts = [hi, np.clip(np.asarray(family.log_diag, float), lo, hi)] + [hi - rng.uniform(0, 1, d) for _ in range(n_starts)]
+    fg = lambda x: _lowrank_profile(x, S, Pd, r)[:2]
+    best = min((optimize.minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                                  options=dict(maxiter=5000, gtol=1e-10, ftol=1e-15)) for x0 in starts),
+               key=lambda res: res.fun)
+    _, _, e, V = _lowrank_profile(best.x, S, Pd, r)
+    c = np.exp(best.x)
+    B = np.zeros((d, r))
+    B[:, :len(e)] = c[:, None] * V * np.sqrt(e - 1)
+    B = np.linalg.qr(B.T)[1].T                                 # B Q with B^T = Q R: R^T has zeros above its diagonal
+    q = LowRankGaussian.from_factors(mean, np.tril(B), c)
+    return KLOptimum(q, float(kl_gauss(q.mean, q.cov, mean, S)))
+
+def gaussian_kl_optimum(mean,            # mean of the Gaussian target, shape (d,)
+                        cov,             # covariance of the target, shape (d, d), symmetric positive definite
+                        family,          # family instance (`MeanFieldGaussian`, `FullRankGaussian`, `LowRankGaussian`): kind, rank, a start
+                        n_starts:int=20, # random starts of the low-rank search (its KL has several local minima); unused otherwise
+                        rng=None,        # random generator or seed of those starts (SPEC 7)
                        ) -> KLOptimum:
-    "Minimise the closed-form KL(q || N(mean, cov)) over a Gaussian family (L-BFGS with autograd gradients): the exact VI optimum."
+    """Minimise the closed-form KL(q || N(mean, cov)) over a Gaussian family: the exact VI optimum. Mean-field and full rank:
+    L-BFGS with autograd gradients (one minimum). Low rank: B in closed form given c, multi-start L-BFGS-B over log c."""
     d = family.dim
     mean = check_shape("mean", check_finite("mean", mean), (d,))
     L = check_spd("cov", cov, d)
     P = linalg.cho_solve((L, True), np.eye(d))
+    if isinstance(family, LowRankGaussian):
+        return _lowrank_optimum(mean, L @ L.T, 0.5 * (P + P.T), family, check_count("n_starts", n_starts, 0), as_rng(rng))
     logdet = 2 * np.sum(np.log(np.diag(L)))
     def kl(params):
         q = family.with_params(params)
@@ -269,12 +340,19 @@ def regression_example(n:int=60,      # observations
 _RANKS = (1, 2, 4)
 
 @cache_seeded(maxsize=2)
-def _rank_fits(n_iter=1000, rng=0):
-    "ADVI on the regression example: mean-field, low-rank for each rank in _RANKS, full-rank (same budget, Polyak average)."
-    t, rng = regression_example(), as_rng(rng)
+def _rank_fits(n_iter=2000, rng=0):
+    "ADVI on the regression example: mean-field, low-rank for each rank in _RANKS, full-rank (same budget, Polyak average, a stream each)."
+    t = regression_example()
     fams = {0: "meanfield", **{r: LowRankGaussian(t.dim, r) for r in _RANKS}, t.dim: "fullrank"}
     kw = dict(n_iter=n_iter, lr=0.1, tol_rel_obj=None, average=0.5)
-    return t, {r: advi(t, family=f, rng=rng, **kw).q for r, f in fams.items()}
+    return t, {r: advi(t, family=f, rng=spawn_rng(rng, k + 1), **kw).q for k, (r, f) in enumerate(fams.items())}
+
+@cache_seeded(maxsize=2)
+def _rank_optima(rng=0):
+    "The exact optimum (`gaussian_kl_optimum`) of each family of `_rank_fits` on the regression example, keyed by rank."
+    t = regression_example()
+    fams = {0: MeanFieldGaussian(t.dim), **{r: LowRankGaussian(t.dim, r) for r in _RANKS}, t.dim: FullRankGaussian(t.dim)}
+    return {r: gaussian_kl_optimum(t.mean, t.cov, f, rng=spawn_rng(rng, k + 1)) for k, (r, f) in enumerate(fams.items())}
 
 def _grad_seconds(q, n_mc=10, repeats=5, rng=0):
     "Best wall time of `repeats` ELBO-gradient evaluations (draws, transform, path and entropy terms) for a standard-normal target."
@@ -286,14 +364,14 @@ def _grad_seconds(q, n_mc=10, repeats=5, rng=0):
         best = min(best, time.perf_counter() - t0)
     return best
 
-def fig_lowrank_vs_rank(n_iter:int=1000, # Adam steps per fit
+def fig_lowrank_vs_rank(n_iter:int=2000, # Adam steps per fit
                         rng=0,           # random generator or seed (SPEC 7)
                        ):
     "Accuracy and cost of low-rank-plus-diagonal Gaussian VI against rank, with mean-field and full-rank as end points."
     t, fits = _rank_fits(n_iter, rng)
     d = t.dim
     kl = {r: kl_gauss(q.mean, q.cov, t.mean, t.cov) for r, q in fits.items()}
-    best = {r: gaussian_kl_optimum(t.mean, t.cov, q).kl for r, q in fits.items()}   # exact optima (warm start)
+    best = {r: o.kl for r, o in _rank_optima(spawn_rng(rng, 10)).items()}          # exact optima
     n_par = {0: 2 * d, **{r: LowRankGaussian(d, r).n_params for r in _RANKS}, d: d + d * (d + 1) // 2}
     fig, axes = new_figure(1, 3, width=15, height=4)
     ax = axes[0]
@@ -402,14 +480,15 @@ class PlanarFlow(_Flow):
     def __init__(self,
                  dim:int,          # dimension of z
                  n_layers:int=8,   # number of planar layers K
-                 params=None,      # flat parameter vector; default: identity base map, u = 0, w_k = unit vector k mod dim
+                 params=None,      # flat parameter vector; default: the identity map (w_k = unit vector k mod dim, u_k = log(e - 1) w_k, so u_hat_k = 0)
                 ):
         self._layer_size, self._arch = 2 * dim + 1, {}
         super().__init__(dim, n_layers, params)
 
     def _init_params(self):
+        "Identity flow: m = 0, s = 1, and per layer w = a unit vector, b = 0, u = log(e - 1) w, so that softplus(w^T u) = 1 and u_hat = 0."
         d = self.dim
-        layers = [np.concatenate([np.zeros(d), np.eye(d)[k % d], [0.0]]) for k in range(self.n_layers)]
+        layers = [np.concatenate([np.log(np.e - 1) * np.eye(d)[k % d], np.eye(d)[k % d], [0.0]]) for k in range(self.n_layers)]
         return np.concatenate([np.zeros(2 * d)] + layers)
 
     def _prepare(self, p):
