@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from bayesnotes.ais import ais, ais_temperature_study, mixture_evidence_problem
+from bayesnotes.ais import ais, ais_temperature_study, ais_vs_importance, mixture_evidence_problem
 from bayesnotes.montecarlo import importance_sample
 
 
@@ -105,6 +105,73 @@ def test_posterior_mode_probabilities(seed):
     assert np.all(np.abs(est.mean(0) - exact) < kk * est.std(0, ddof=1) / np.sqrt(R)), (est.mean(0), exact)
 
 
+def test_likelihood_evaluations(seed):
+    "A run costs N (1 + T k) likelihood evaluations: the log likelihood of the current points is cached, not recomputed."
+    pb = mixture_evidence_problem(dim=2)
+    for T, k in ((5, 3), (4, 0), (1, 2)):
+        rows = []
+        def log_lik(x):
+            rows.append(len(x))
+            return pb.log_lik(x)
+        ais(pb.log_prior, log_lik, pb.prior_sample, 50, n_temps=T, n_mcmc=k, rng=seed(3))
+        # an implementation that re-evaluates the current points before the moves and refreshes after them (as the
+        # first version of `ais` did) spends N (1 + T (k + 2)) and fails here
+        assert sum(rows) == 50 * (1 + T * k), (T, k, sum(rows))
+
+
+def test_proposal_cov_is_recorded_and_reused(seed):
+    "`proposal_cov` of a result holds the matrices the moves used: passing it back with the same stream replays the run."
+    pb = mixture_evidence_problem(dim=3)
+    r = ais(*pb[:3], 100, n_temps=6, n_mcmc=2, scale=0.5, rng=seed(4))
+    assert r.proposal_cov.shape == (6, 3, 3)
+    assert np.allclose(r.proposal_cov[0], np.cov(pb.prior_sample(np.random.default_rng(seed(4)), 100), rowvar=False),
+                       rtol=1e-6)     # the first move uses the covariance of the prior draws
+    q = ais(*pb[:3], 100, n_temps=6, n_mcmc=2, scale=0.5, rng=seed(4), proposal_cov=r.proposal_cov)
+    # catches a fixed-covariance path that ignores `proposal_cov` or records other matrices than it uses
+    assert np.allclose(q.log_weights, r.log_weights, rtol=0, atol=1e-8) and np.allclose(q.particles, r.particles, atol=1e-8)
+
+
+def test_fixed_proposal_cov_makes_particles_independent(seed):
+    "With fixed `proposal_cov` a particle's path does not depend on the other particles; with the adaptive default it does."
+    pb = mixture_evidence_problem(dim=2)
+    def sampler(shift):
+        def prior_sample(rng, N):
+            x = pb.prior_sample(rng, N)
+            x[1:] += shift            # move every particle but the first
+            return x
+        return prior_sample
+    for cov, same in ((0.3 * np.eye(2), True), (None, False)):
+        a, b = (ais(pb.log_prior, pb.log_lik, sampler(sh), 20, n_temps=5, n_mcmc=2, rng=seed(5), proposal_cov=cov)
+                for sh in (0.0, 1.0))
+        # fixed kernels: the first particle's weight and final state are the same whatever the others do (an
+        # implementation that still used the cloud's covariance would fail); adaptive: the cloud couples them
+        assert (a.log_weights[0] == b.log_weights[0] and np.array_equal(a.particles[0], b.particles[0])) == same
+
+
+def test_fixed_proposal_cov_unbiased(seed):
+    "With kernels fixed from a pilot run, E[Z_hat / Z] = 1 exactly: the mean over 30 runs against 1 (t test), d = 2."
+    pb = mixture_evidence_problem(dim=2)
+    pilot = ais(*pb[:3], 200, n_temps=32, n_mcmc=2, scale=0.5, rng=seed(600))
+    ratio = np.exp([ais(*pb[:3], 100, n_temps=32, n_mcmc=2, scale=0.5, rng=seed(601 + k),
+                        proposal_cov=pilot.proposal_cov).log_evidence - pb.log_evidence for k in range(30)])
+    # false alarm 1e-6 (Z_hat / Z has relative sd about 0.1 here, so its mean over 30 runs is close to normal);
+    # catches an acceptance ratio or weight update that is off (a kernel that is not pi_t-invariant biases Z_hat)
+    assert abs(ratio.mean() - 1) < t_bound(30, 1e-6) * ratio.std(ddof=1) / np.sqrt(30), (ratio.mean(), ratio.std(ddof=1))
+
+
+def test_ais_vs_importance_equal_cost(seed):
+    "Both methods get N (1 + T k) likelihood evaluations; the importance-sampling runs are `ais` with one temperature."
+    cmp = ais_vs_importance(dims=(2,), n_particles=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(8))
+    assert cmp.cost == 30 * (1 + 4 * 2) and cmp.log_evidence.shape == (1, 2, 3) and cmp.ess.shape == (1, 2, 3)
+    assert np.all(cmp.ess[0, 0] <= cmp.cost) and np.all(cmp.ess[0, 1] <= 30)   # an IS run with N draws would fail
+    pb = mixture_evidence_problem(dim=2)
+    s = np.random.default_rng(seed(8)).spawn(6)[0]     # the stream of the first importance-sampling run
+    assert cmp.log_evidence[0, 0, 0] == ais(*pb[:3], cmp.cost, betas=[0.0, 1.0], rng=s).log_evidence
+    # independent streams: two int seeds one apart share no run (the SEED + k convention would share all but one)
+    other = ais_vs_importance(dims=(2,), n_particles=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(9))
+    assert not np.any(np.isin(other.log_evidence, cmp.log_evidence))
+
+
 def test_bad_inputs():
     "Bad schedules, counts and callables raise ValueError naming the argument."
     pb = mixture_evidence_problem(dim=2)
@@ -114,10 +181,15 @@ def test_bad_inputs():
                       (dict(n_temps=0), "n_temps"), (dict(n_particles=1), "n_particles"),
                       (dict(n_mcmc=-1), "n_mcmc"), (dict(scale=-1.0), "scale"), (dict(log_lik=3), "log_lik"),
                       (dict(prior_sample=lambda rng, N: np.zeros((N + 1, 2))), "prior_sample"),
-                      (dict(log_lik=lambda x: np.zeros(3)), "log_lik")):
+                      (dict(log_lik=lambda x: np.zeros(3)), "log_lik"),
+                      (dict(proposal_cov=np.eye(3)), "proposal_cov"), (dict(proposal_cov=np.ones((3, 2, 2))), "proposal_cov"),
+                      (dict(proposal_cov=-np.eye(2)), "proposal_cov"), (dict(proposal_cov=np.zeros((4, 2, 2))), "proposal_cov")):
         with pytest.raises(ValueError, match=name):
             ais(**{"n_temps": 3, **good, **bad})
     for bad, name in ((dict(dim=0), "dim"), (dict(prior_sd=0.0), "prior_sd"), (dict(weights=(0.5, -1.0)), "weights"),
                       (dict(weights=(1, 1, 1, 1)), "weights")):
         with pytest.raises(ValueError, match=name):
             mixture_evidence_problem(**bad)
+    for bad, name in ((dict(dims=0), "dims"), (dict(n_reps=1), "n_reps"), (dict(n_temps=0), "n_temps")):
+        with pytest.raises(ValueError, match=name):
+            ais_vs_importance(**bad)
