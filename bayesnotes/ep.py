@@ -6,14 +6,16 @@
 __all__ = ['m_projection_diag', 'i_projection_diag', 'fig_kl_gauss2d', 'alpha_projection', 'fig_kl_mixture',
            'moment_match_gaussian', 'gamma_from_mean_var', 'gamma_from_mean_log', 'moment_match_gamma',
            'fig_gamma_projection', 'tilted_moments', 'fig_tilted', 'ADFResult', 'adf_probit', 'probit_toy_data',
-           'EPHistory', 'EPResult', 'ep_probit', 'ep_logistic', 'fig_adf_order', 'clutter_data', 'ep_clutter',
-           'clutter_exact_1d', 'fig_clutter', 'fig_ep_damping', 'power_ep', 'fig_power_ep', 'GammaEPResult',
-           'noise_precision_data', 'adf_noise_precision', 'ep_noise_precision', 'noise_precision_exact',
-           'fig_noise_precision', 'ISReference', 'importance_reference', 'compare_separable', 'fig_laplace_vb_ep',
-           'compare_breast_cancer', 'fig_breast_cancer', 'fig_ep_steps']
+           'EPHistory', 'EPConvergenceWarning', 'EPResult', 'ep_probit', 'ep_logistic', 'fig_adf_order', 'clutter_data',
+           'ep_clutter', 'clutter_exact_1d', 'fig_clutter', 'fig_ep_damping', 'power_ep', 'fig_power_ep',
+           'GammaEPResult', 'noise_precision_data', 'adf_noise_precision', 'ep_noise_precision',
+           'noise_precision_exact', 'fig_noise_precision', 'ISReference', 'importance_reference', 'compare_separable',
+           'fig_laplace_vb_ep', 'compare_breast_cancer', 'fig_breast_cancer', 'fig_ep_steps']
 
 # %% ../nbs/02_ep.ipynb #2afe15e5
 import math
+import sys
+import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -124,7 +126,7 @@ def alpha_projection(logp,                # log density (unnormalised is fine) a
 def _mixture_logpdf(x, delta, w=0.4):
     return np.logaddexp(np.log(w) + stats.norm.logpdf(x, -delta), np.log1p(-w) + stats.norm.logpdf(x, delta))
 
-def fig_kl_mixture(separations=(0.5, 1.75, 3.0), # half-distances delta between the two unit-variance modes
+def fig_kl_mixture(separations=(0.5, 1.75, 3.0), # half-distances Delta between the two unit-variance modes
                   ):
     "Forward- and reverse-KL Gaussian fits to a two-component mixture at several separations."
     grid = np.linspace(-10, 10, 2001)
@@ -136,7 +138,7 @@ def fig_kl_mixture(separations=(0.5, 1.75, 3.0), # half-distances delta between 
                                     (0.0, COLORS[1], ":", r"$\min\ \mathrm{KL}(q\|p)$")):
             m, v = alpha_projection(lp, grid, alpha)
             ax.plot(grid, stats.norm.pdf(grid, m, np.sqrt(v)), color=col, ls=ls, lw=2, label=lab)
-        ax.set(xlim=(-7, 7), xlabel="x", title=rf"$\delta = {delta}$")
+        ax.set(xlim=(-7, 7), xlabel="x", title=rf"$\Delta = {delta}$")
     np.atleast_1d(axes)[0].legend(loc="upper left", fontsize=8)
     return fig
 
@@ -235,6 +237,30 @@ def _probit_moments(y, mu, v):
     rho = np.exp(-0.5 * z * z - 0.5 * np.log(2 * np.pi) - logZ)
     return logZ, mu + y * v * rho / sq, v - v * v * rho * (z + rho) / (1.0 + v)
 
+def _dloglink(link, z):
+    "First and second derivatives of log t(z) (both links are log-concave: the second is negative)."
+    if link == "probit":
+        lam = np.exp(-0.5 * z * z - 0.5 * np.log(2 * np.pi) - special.log_ndtr(z))     # phi / Phi, stable
+        return lam, -lam * (z + lam)
+    d = special.expit(-z)
+    return d, -d * (1.0 - d)
+
+def _tilted_mode_u(link, alpha, y, mu, sd, n_steps=60):
+    """Mode u* of g(u) = alpha log t(y (mu + sd u)) - u^2 / 2, vectorised: safeguarded Newton.
+    g'' <= -1 (log t is concave), and u* lies between 0 and alpha y sd D(y mu) (D = d log t, decreasing)."""
+    b = alpha * y * sd * _dloglink(link, y * mu)[0]
+    lo, hi, u = np.minimum(0.0, b), np.maximum(0.0, b), np.zeros_like(b)
+    for _ in range(n_steps):
+        d1, d2 = _dloglink(link, y * (mu + sd * u))
+        g1 = alpha * y * sd * d1 - u                                    # g'(u), decreasing in u
+        lo, hi = np.where(g1 > 0, u, lo), np.where(g1 > 0, hi, u)      # keep the root bracketed
+        un = u - g1 / (alpha * sd * sd * d2 - 1.0)
+        un = np.where((un <= lo) | (un >= hi), 0.5 * (lo + hi), un)    # bisect unless Newton stays inside
+        done = np.all(np.abs(un - u) <= 1e-9 * (1.0 + np.abs(u)))
+        u = un
+        if done: break
+    return u
+
 def _quad_moments(link, alpha, y, mu, v, n_quad=None):
     "log Z, mean and variance of t(y s)^alpha N(s | mu, v) by the trapezoidal rule (vectorised over sites)."
     y, mu, v = np.broadcast_arrays(*(np.atleast_1d(np.asarray(a, float)) for a in (y, mu, v)))
@@ -242,6 +268,7 @@ def _quad_moments(link, alpha, y, mu, v, n_quad=None):
     n = int(np.ceil(36.0 * max(2.5, float(sd.max())))) + 1
     n = max(n, n_quad or 0)
     u = np.linspace(-9.0, 9.0, n); h = u[1] - u[0]
+    u = _tilted_mode_u(link, alpha, y, mu, sd)[:, None] + u             # window centred on the tilted mode
     s = mu[:, None] + sd[:, None] * u
     lw = alpha * _loglink(link, y[:, None] * s) - 0.5 * u**2       # log integrand in u
     mx = lw.max(axis=1, keepdims=True)
@@ -267,12 +294,35 @@ def _probit_moments_scalar(y, mu, v):
     rho = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - logZ)
     return logZ, mu + y * v * rho / sq, v - v * v * rho * (z + rho) / (1.0 + v)
 
+def _dloglink_scalar(link, z):
+    if link == "probit":
+        lam = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - float(special.log_ndtr(z)))
+        return lam, -lam * (z + lam)
+    d = 1.0 / (1.0 + math.exp(z)) if z < 700.0 else math.exp(-z)
+    return d, -d * (1.0 - d)
+
+def _tilted_mode_u_scalar(link, alpha, y, mu, sd, n_steps=60):
+    "Scalar twin of `_tilted_mode_u` (same iteration and stopping rule)."
+    b = alpha * y * sd * _dloglink_scalar(link, y * mu)[0]
+    lo, hi, u = min(0.0, b), max(0.0, b), 0.0
+    for _ in range(n_steps):
+        d1, d2 = _dloglink_scalar(link, y * (mu + sd * u))
+        g1 = alpha * y * sd * d1 - u
+        if g1 > 0: lo = u
+        else: hi = u
+        un = u - g1 / (alpha * sd * sd * d2 - 1.0)
+        if un <= lo or un >= hi: un = 0.5 * (lo + hi)
+        done = abs(un - u) <= 1e-9 * (1.0 + abs(u))
+        u = un
+        if done: break
+    return u
+
 _U_GRIDS = {}
 def _quad_moments_scalar(link, alpha, y, mu, v, n_quad=None):
     sd = math.sqrt(v)
     n = max(int(math.ceil(36.0 * max(2.5, sd))) + 1, n_quad or 0)
     if n not in _U_GRIDS: _U_GRIDS[n] = np.linspace(-9.0, 9.0, n)
-    u = _U_GRIDS[n]; s = mu + sd * u
+    u = _U_GRIDS[n] + _tilted_mode_u_scalar(link, alpha, y, mu, sd); s = mu + sd * u
     lw = alpha * (special.log_ndtr(y * s) if link == "probit" else -np.logaddexp(0.0, -y * s)) - 0.5 * u * u
     mx = lw.max(); w = np.exp(lw - mx); z0 = w.sum()
     m = (w @ s) / z0; r = s - m
@@ -426,14 +476,30 @@ class EPHistory(NamedTuple):
     log_evidence: np.ndarray  # (sweeps,) EP log-evidence estimate after the sweep (NaN if a cavity was improper)
     n_skipped: np.ndarray     # (sweeps,) site updates skipped because the cavity was improper
     mean: np.ndarray          # (sweeps, d) posterior mean after the sweep
+    n_halvings: np.ndarray = None  # (sweeps,) times the step was halved to keep q proper (parallel schedule; else 0)
+
+class EPConvergenceWarning(UserWarning):
+    "An EP run used up its `n_iter` sweeps before the largest site change fell below `tol`."
+
+def _warn_not_converged(name, history, converged, n_iter, damping, tol):
+    "Warn (EPConvergenceWarning) if a run whose per-sweep record is `history` stopped at n_iter without converging."
+    if converged: return
+    stacklevel, f = 2, sys._getframe(1)        # point the warning at the first caller outside the package
+    while f.f_back is not None and f.f_globals.get("__name__", "").startswith("bayesnotes"):
+        stacklevel, f = stacklevel + 1, f.f_back
+    hint = ("try damping < 1 (e.g. 0.5) and a larger n_iter" if damping == 1.0
+            else f"try a damping below {damping:g} and a larger n_iter")
+    warnings.warn(f"{name} did not converge: it stopped after n_iter={int(n_iter)} sweeps with a largest site change "
+                  f"of {history.max_change[-1]:.3g} in the last sweep (tol={tol:g}); {hint}, and look at result.history",
+                  EPConvergenceWarning, stacklevel=stacklevel)
 
 class _SweepLog:
     "The per-sweep record every EP loop keeps: largest site change, log evidence, skipped updates, mean; stops at `tol`."
     def __init__(self, tol): self.rows, self.tol, self.converged = [], tol, False
-    def record(self, new, old, log_evidence, skipped, mean):
+    def record(self, new, old, log_evidence, skipped, mean, n_halvings=0):
         "Append one sweep (`new`, `old`: tuples of site arrays after and before it); True once the change is below tol."
         change = float(max(np.max(np.abs(a - b)) for a, b in zip(new, old)))
-        self.rows.append((change, log_evidence, skipped, mean))
+        self.rows.append((change, log_evidence, skipped, mean, n_halvings))
         self.converged = change < self.tol
         return self.converged
     def history(self) -> EPHistory: return EPHistory(*(np.array(v) for v in zip(*self.rows)))
@@ -531,7 +597,7 @@ def _sequential_sweep(st, ys_list, plan, moments_scalar, updates):
     return skipped, updates
 
 def _parallel_sweep(st, ys, plan, moments, tau_old, nu_old):
-    "All sites at once from the current marginals, the step halved until q stays proper; returns (skipped, updated)."
+    "All sites at once from the current marginals, the step halved until q stays proper; returns (skipped, updated, halvings)."
     alpha = plan.alpha
     mu, v = st.marginals()
     tc, nc = 1.0 / v - alpha * st.tau, mu / v - alpha * st.nu
@@ -541,12 +607,12 @@ def _parallel_sweep(st, ys, plan, moments, tau_old, nu_old):
     t_prop[ok] += (1.0 / vh - 1.0 / v[ok]) / alpha
     n_prop[ok] += (mh / vh - mu[ok] / v[ok]) / alpha
     step = plan.damping
-    for _ in range(30):          # halve the step until the new precision is positive definite
+    for halvings in range(30):   # halve the step until the new precision is positive definite
         st.tau = (1 - step) * tau_old + step * t_prop
         st.nu = (1 - step) * nu_old + step * n_prop
         if st.refresh(): break
         step *= 0.5
-    return int(np.sum(~ok)), int(np.sum(ok))
+    return int(np.sum(~ok)), int(np.sum(ok)), halvings
 
 def _ep_glm(X, ys, S0, plan, progress=False):
     "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta), as `plan` says; see `ep_probit`."
@@ -561,27 +627,30 @@ def _ep_glm_loop(X, ys, S0, plan, progress):
     log, updates = _SweepLog(plan.tol), 0
     for sweep in track(range(int(plan.n_iter)), progress, desc="EP sweeps"):
         tau_old, nu_old = st.tau.copy(), st.nu.copy()
+        halvings = 0
         if plan.schedule == "sequential":
             skipped, updates = _sequential_sweep(st, ys_list, plan, moments_scalar, updates)
         else:
-            skipped, updated = _parallel_sweep(st, ys, plan, moments, tau_old, nu_old)
+            skipped, updated, halvings = _parallel_sweep(st, ys, plan, moments, tau_old, nu_old)
             updates += updated
         if not st.refresh():
             raise FloatingPointError("EP produced a non-positive-definite precision; try damping < 1")
         if log.record((st.tau, st.nu), (tau_old, nu_old), _glm_log_evidence(st, ys, moments, plan.alpha), skipped,
-                      st.m.copy()): break
+                      st.m.copy(), halvings): break
         if plan.max_updates is not None and updates >= plan.max_updates: break
     h = log.history()
     return EPResult(st.m.copy(), st.S.copy(), float(h.log_evidence[-1]), h, log.converged, st.tau.copy(), st.nu.copy())
 
 # %% ../nbs/02_ep.ipynb #c6fda1aa
-def _glm_ep(X, y, prior_var, link, alpha, n_iter, damping, tol, schedule, progress, n_quad=None):
-    "Check the arguments of `ep_probit`, `ep_logistic` and `power_ep` (documented in `ep_probit`), then run (power) EP."
+def _glm_ep(X, y, prior_var, link, alpha, n_iter, damping, tol, schedule, progress, n_quad=None, name=None):
+    "Check the arguments of `ep_probit`, `ep_logistic` and `power_ep` (documented in `ep_probit`), run (power) EP, warn if unconverged."
     X, ys, S0 = _check_glm(X, y, prior_var)
     _check_ep_args(n_iter, damping, tol, alpha, schedule)
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    return _ep_glm(X, ys, S0, _EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
+    r = _ep_glm(X, ys, S0, _EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
+    _warn_not_converged(name or "ep_" + link, r.history, r.converged, n_iter, damping, tol)
+    return r
 
 def ep_probit(X,                      # design matrix, shape (n, d)
               y,                      # labels in {0, 1} or {-1, +1}, shape (n,)
@@ -716,6 +785,7 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
             le = np.nan
         if log.record((tau, nu), (tau_old, nu_old), le, skipped, h / lam): break
     hi = log.history()
+    _warn_not_converged("ep_clutter", hi, log.converged, n_iter, damping, tol)
     return EPResult(h / lam, np.eye(d) / lam, float(hi.log_evidence[-1]), hi, log.converged, tau, nu)
 
 def clutter_exact_1d(x,                   # observations, shape (n,)
@@ -768,7 +838,9 @@ def fig_ep_damping(dampings=(1.0, 0.5), # step sizes to compare
     x = _clutter_oscillating()
     fig, axes = new_figure(1, 3, width=11, height=3.3)
     for k, d in enumerate(dampings):
-        r = ep_clutter(x, damping=d, n_iter=n_iter, tol=1e-10)
+        with warnings.catch_warnings():                  # the undamped run is shown *because* it does not converge
+            warnings.simplefilter("ignore", EPConvergenceWarning)
+            r = ep_clutter(x, damping=d, n_iter=n_iter, tol=1e-10)
         h, it, c = r.history, np.arange(1, len(r.history.max_change) + 1), COLORS[k]
         axes[0].semilogy(it, h.max_change, color=c, label=rf"$\delta = {d}$")
         axes[1].plot(it, h.mean[:, 0], color=c)
@@ -793,12 +865,19 @@ def power_ep(X,                       # design matrix, shape (n, d)
              **shared,                # the other sweep settings of `ep_probit`
             ) -> EPResult:
     "Power EP (local alpha-divergence projections) for probit or logistic regression."
-    return _glm_ep(X, y, prior_var, link, alpha, n_iter, n_quad=n_quad, **shared)
+    return _glm_ep(X, y, prior_var, link, alpha, n_iter, n_quad=n_quad, name="power_ep", **shared)
 
 # %% ../nbs/02_ep.ipynb #efd27b08
+def _power_ep_sd_ratios(alphas, n=8, prior_var=4.0):
+    "Power-EP marginal sds / exact sds on the first n toy probit points, one row per alpha; and the exact covariance."
+    X, y = probit_toy_data()
+    X, y = X[:n], y[:n]
+    _, cov, _, _ = _grid_posterior_2d(X, y, prior_var, lim=(-12.0, 12.0), n_grid=301)
+    return np.array([np.sqrt(np.diag(power_ep(X, y, prior_var, alpha=a).cov) / np.diag(cov)) for a in alphas]), cov
+
 def fig_power_ep(alphas=(0.0, 0.25, 0.5, 0.75, 1.0), # alpha values for the global projections (left)
                  ep_alphas=(0.02, 0.1, 0.25, 0.5, 0.75, 1.0), # alpha values for power EP (right)
-                 delta:float=3.0,                  # half-separation of the bimodal target (left)
+                 delta:float=3.0,                  # half-separation Delta of the bimodal target (left)
                  n:int=8,                          # toy probit observations used (right)
                  prior_var:float=4.0,              # prior variance of the toy probit model (right)
                 ):
@@ -813,10 +892,7 @@ def fig_power_ep(alphas=(0.0, 0.25, 0.5, 0.75, 1.0), # alpha values for the glob
         axes[0].plot(grid, stats.norm.pdf(grid, m, np.sqrt(v)), color=cmap(0.9 * a), label=rf"$\alpha={a}$")
     axes[0].set(xlim=(-6, 6), xlabel="x", title=r"global: $\min_q D_\alpha(p\,\|\,q)$")
     axes[0].legend(fontsize=8)
-    X, y = probit_toy_data()
-    X, y = X[:n], y[:n]
-    _, cov, _, _ = _grid_posterior_2d(X, y, prior_var, lim=(-12.0, 12.0), n_grid=301)
-    ratios = np.array([np.sqrt(np.diag(power_ep(X, y, prior_var, alpha=a).cov) / np.diag(cov)) for a in ep_alphas])
+    ratios, _ = _power_ep_sd_ratios(ep_alphas, n, prior_var)
     for j in range(2):
         axes[1].plot(ep_alphas, ratios[:, j], "o-", color=COLORS[j], label=rf"sd of $\theta_{j + 1}$")
     axes[1].axhline(1.0, color="k", ls=":", label="exact")
@@ -964,6 +1040,7 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
             le = np.nan
         if log.record((sa, sb), (sa_old, sb_old), le, skipped, a / b): break
     h = log.history()
+    _warn_not_converged("ep_noise_precision", h, log.converged, n_iter, damping, tol)
     return GammaEPResult(float(a), float(b), float(h.log_evidence[-1]), h, log.converged, sa, sb)
 
 def noise_precision_exact(x,                 # inputs, shape (n,)
