@@ -5,6 +5,7 @@
 # %% ../nbs/00_core.ipynb #ab3333ce
 from __future__ import annotations
 import math
+import warnings
 from contextlib import contextmanager
 from typing import Callable, NamedTuple, Optional
 
@@ -20,9 +21,9 @@ from .plotting import COLORS, new_figure, regenerate_figures
 
 
 # %% auto #0
-__all__ = ['log_normalize', 'ess', 'log_mean_exp', 'mvn_logpdf', 'mvn_sample', 'kl_gauss', 'kl_mc', 'fig_kl_gaussians',
-           'value_and_grad', 'beta_binomial_update', 'NormalGamma', 'normal_gamma_update', 'normal_gamma_log_evidence',
-           'fig_beta_binomial', 'Adam', 'adam', 'fig_gaussian_samples']
+__all__ = ['log_normalize', 'ess', 'log_mean_exp', 'mvn_logpdf', 'mvn_sample', 'fig_gaussian_samples', 'kl_gauss', 'kl_mc',
+           'fig_kl_gaussians', 'value_and_grad', 'beta_binomial_update', 'NormalGamma', 'normal_gamma_update',
+           'normal_gamma_log_evidence', 'fig_beta_binomial', 'ConvergenceWarning', 'Adam', 'adam']
 
 # %% ../nbs/00_core.ipynb #e29d417e
 def log_normalize(logw, # unnormalised log weights, shape (n,)
@@ -90,6 +91,21 @@ def mvn_sample(mean,       # mean, shape (d,)
     eps = rng.standard_normal((size, mean.size))
     return mean + eps @ L.T
 
+# %% ../nbs/00_core.ipynb #a30b1969
+def fig_gaussian_samples(rng=0): # random generator or seed (SPEC 7); the figure's default is fixed
+    "Draws of a correlated Gaussian via Cholesky, with the ellipses at Mahalanobis radius 1 and 2 (39% and 86% of the mass)."
+    S = np.array([[1.0, 0.8], [0.8, 1.0]])
+    xs = mvn_sample(np.zeros(2), S, size=1000, rng=rng)
+    L = linalg.cholesky(S, lower=True)
+    t = np.linspace(0, 2 * np.pi, 200)
+    fig, ax = new_figure(width=4.2, height=4.2)
+    ax.plot(xs[:, 0], xs[:, 1], ".", ms=2, alpha=0.5, color=COLORS[0])
+    for r in (1, 2):
+        e = r * np.c_[np.cos(t), np.sin(t)] @ L.T
+        ax.plot(e[:, 0], e[:, 1], color=COLORS[1])
+    ax.set(aspect="equal", xlabel="$x_1$", ylabel="$x_2$", title=r"$\mu + L\varepsilon$, $\Sigma=LL^\top$")
+    return fig
+
 # %% ../nbs/00_core.ipynb #b09cb1ff
 def _as_gauss(name_m, m, name_S, S):
     m = np.atleast_1d(check_finite(name_m, m))
@@ -133,7 +149,7 @@ def kl_mc(logq,    # log density of q, vectorised over rows of `samples`
 def fig_kl_gaussians(n_mc:int=2000, # Monte Carlo draws per point
                      rng=0,    # random generator or seed (SPEC 7); the figure's default is fixed
                     ):
-    "KL(q||p) and KL(p||q) for q = N(0, s^2), p = N(0, 1): closed form and Monte Carlo."
+    "KL(q||p) and KL(p||q) for q = N(0, s^2), p = N(0, 1): closed forms, and Monte Carlo estimates (2 se) of KL(q||p)."
     rng = as_rng(rng)
     s = np.linspace(0.3, 3.0, 60)
     fwd = [kl_gauss(0., 1., 0., si**2) for si in s]
@@ -169,7 +185,11 @@ def beta_binomial_update(a, # prior Beta shape a > 0
     "Posterior Beta parameters (a + k, b + n - k) after k successes in n trials."
     a, b = float(check_positive("a", a)), float(check_positive("b", b))
     n = check_count("n", n, 0)
-    if int(k) != k or not 0 <= k <= n:
+    try:
+        kf = float(k)
+    except (TypeError, ValueError):
+        kf = math.nan
+    if not (math.isfinite(kf) and kf.is_integer() and 0 <= kf <= n):    # NaN, inf and None included
         raise ValueError(f"k must be an integer between 0 and n={n}, got {k!r}")
     return a + k, b + n - k
 
@@ -182,13 +202,24 @@ class NormalGamma(NamedTuple):
     b: float      # Gamma rate of tau
 
     def logpdf(self, mu, tau):
-        "Joint log density at (mu, tau); broadcasts over arrays."
+        "Joint log density at (mu, tau); broadcasts over arrays (-inf where tau <= 0)."
+        self.check()
         mu, tau = np.asarray(mu, float), np.asarray(tau, float)
+        for name, v in (("mu", mu), ("tau", tau)):
+            if np.any(np.isnan(v)):
+                raise ValueError(f"{name} must not be NaN")
         with np.errstate(divide="ignore", invalid="ignore"):
             lt = np.log(tau)
             out = (self.a * np.log(self.b) - special.gammaln(self.a) + (self.a - 1) * lt - self.b * tau
                    + 0.5 * (np.log(self.kappa / (2 * np.pi)) + lt) - 0.5 * self.kappa * tau * (mu - self.mu)**2)
         return np.where(tau > 0, out, -np.inf)
+
+    def check(self) -> "NormalGamma":
+        "Return self, raising ValueError naming the field unless mu is finite and kappa, a and b are positive."
+        check_finite("NormalGamma.mu", self.mu)
+        for name in ("kappa", "a", "b"):
+            check_positive(f"NormalGamma.{name}", getattr(self, name))
+        return self
 
     @property
     def mean_mu(self): return self.mu
@@ -251,6 +282,9 @@ def fig_beta_binomial(theta:float=0.7, # true success probability
     return fig
 
 # %% ../nbs/00_core.ipynb #8e10fa6e
+class ConvergenceWarning(UserWarning):
+    "An iterative method stopped before it converged; the message says what was not reached and how to fix it."
+
 class Adam:
     "Adam for gradient ascent on a flat parameter vector; call `step(params, grad)` once per iteration."
     def __init__(self, lr:float=1e-3, # step size alpha
@@ -276,6 +310,9 @@ class Adam:
             raise ValueError("grad is not finite; lower the learning rate or check the objective")
         if self.m is None:
             self.m, self.v = np.zeros_like(params), np.zeros_like(params)
+        elif self.m.shape != params.shape:
+            raise ValueError(f"params must keep the shape {self.m.shape} of the first step, got {params.shape}; "
+                             "use a new Adam for another problem")
         self.t += 1
         self.m = self.b1 * self.m + (1 - self.b1) * grad
         self.v = self.b2 * self.v + (1 - self.b2) * grad**2
@@ -289,7 +326,7 @@ def adam(grad_fn:Callable, # params -> gradient of the objective to MAXIMISE
          callback:Callable=None, # called as callback(i, x) after each step; its non-None returns form the trace
          progress:bool=False, # show a progress bar
         ) -> tuple:
-    "Run `n_iter` Adam ascent steps from x0; returns (x, trace of callback values)."
+    "Run `n_iter` Adam ascent steps from x0; returns (x, trace of callback values). Warns if x was still travelling."
     x = check_finite("x0", x0).astype(float).copy()
     n_iter = check_count("n_iter", n_iter)
     opt, trace = Adam(lr=lr), []
@@ -298,19 +335,11 @@ def adam(grad_fn:Callable, # params -> gradient of the objective to MAXIMISE
         if callback is not None:
             r = callback(i, x)
             if r is not None: trace.append(r)
+    mhat, vhat = opt.m / (1 - opt.b1**opt.t), opt.v / (1 - opt.b2**opt.t)
+    speed = np.abs(mhat) / (np.sqrt(vhat) + opt.eps)   # ~1: the recent gradients all point one way; ~0 at an optimum
+    if np.max(speed) > 0.5:
+        j = int(np.argmax(speed))
+        warnings.warn(f"adam did not reach an optimum in n_iter={n_iter} steps: coordinate {j} was still moving at "
+                      f"{speed[j]:.2f} of the full step lr={lr} (gradient {opt.m[j] / (1 - opt.b1**opt.t):.3g}); "
+                      "raise n_iter or lr", ConvergenceWarning, stacklevel=2)
     return x, np.asarray(trace)
-
-# %% ../nbs/00_core.ipynb #a30b1969
-def fig_gaussian_samples(rng=0): # random generator or seed (SPEC 7); the figure's default is fixed
-    "Draws of a correlated Gaussian via Cholesky, with 1- and 2-sigma ellipses of the exact covariance."
-    S = np.array([[1.0, 0.8], [0.8, 1.0]])
-    xs = mvn_sample(np.zeros(2), S, size=1000, rng=rng)
-    L = linalg.cholesky(S, lower=True)
-    t = np.linspace(0, 2 * np.pi, 200)
-    fig, ax = new_figure(width=4.2, height=4.2)
-    ax.plot(xs[:, 0], xs[:, 1], ".", ms=2, alpha=0.5, color=COLORS[0])
-    for r in (1, 2):
-        e = r * np.c_[np.cos(t), np.sin(t)] @ L.T
-        ax.plot(e[:, 0], e[:, 1], color=COLORS[1])
-    ax.set(aspect="equal", xlabel="$x_1$", ylabel="$x_2$", title=r"$\mu + L\varepsilon$, $\Sigma=LL^\top$")
-    return fig

@@ -42,10 +42,16 @@ def load_iris_2d(pair=("setosa", "versicolor"), # two species kept (label 1 = se
     from sklearn.datasets import load_iris
     d = load_iris()
     names = list(d.target_names)
-    X = d.data[:, list(features)].astype(float)
+    features = list(features)
+    n_col = d.data.shape[1]
+    if not features or not all(isinstance(j, (int, np.integer)) and -n_col <= j < n_col for j in features):
+        raise ValueError(f"features must be column indices in 0..{n_col - 1} (or negative from the end), got {features!r}")
+    X = d.data[:, features].astype(float)
     if pair is None:
         y = (d.target == names.index("virginica")).astype(float)
     else:
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise ValueError(f"pair must name two different iris species, got {pair!r}")
         for p in pair:
             if p not in names:
                 raise ValueError(f"pair must name iris species {names}, got {p!r}")

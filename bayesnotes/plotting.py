@@ -13,7 +13,7 @@ from .utils import track
 
 # %% auto #0
 __all__ = ['COLORS', 'STYLE', 'CHAPTERS', 'plot_style', 'new_figure', 'figure_functions', 'save_figure', 'regenerate_figures',
-           'regenerate_all']
+           'figure_modules', 'regenerate_all']
 
 # %% ../nbs/00d_plotting.ipynb #b8dac63f
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -21,7 +21,7 @@ STYLE = {"figure.dpi": 100, "savefig.dpi": 150, "font.size": 10, "axes.titlesize
          "axes.labelsize": 10, "legend.fontsize": 9, "axes.spines.top": False,
          "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25, "lines.linewidth": 1.6,
          "axes.prop_cycle": None, "image.cmap": "viridis"}
-CHAPTERS = ["core", "targets", "vi", "ep", "montecarlo", "mcmc", "diagnostics", "smc", "decision", "bnn", "vae"]
+CHAPTERS = ["core", "targets", "vi", "ep", "montecarlo", "mcmc", "diagnostics", "smc", "decision", "bnn", "vae"]   # the main chapters; `figure_modules` finds them all
 
 def _rc():
     from cycler import cycler
@@ -105,20 +105,33 @@ def regenerate_figures(module,           # chapter module whose fig_* functions 
         plt.close(fig)
     return paths
 
+def figure_modules() -> list:
+    "Names of the modules of the package that have `fig_*` functions, found by importing every module (an import error is raised)."
+    import importlib, pkgutil
+    import bayesnotes
+    names = sorted(m.name for m in pkgutil.iter_modules(bayesnotes.__path__) if not m.name.startswith("_"))
+    return [n for n in names if figure_functions(_import_chapter(n))]
+
+def _import_chapter(name):
+    "Import bayesnotes.<name>; an error raised inside it (a missing optional dependency, say) is re-raised naming the chapter."
+    import importlib
+    try:
+        return importlib.import_module(f"bayesnotes.{name}")
+    except ModuleNotFoundError as err:
+        if err.name == f"bayesnotes.{name}":     # no such chapter: the caller's name is wrong
+            raise
+        err.add_note(f"raised while importing the chapter module bayesnotes.{name}")
+        raise
+
 def regenerate_all(outdir="figures",       # parent folder; each chapter gets outdir/<chapter>/
-                   chapters=None,          # module names (default: every chapter that exists)
+                   chapters=None,          # module names (default: every module with fig_* functions, `figure_modules`)
                    formats=("png", "svg"), # file formats
                    progress:bool=True, # show progress bars
                   ) -> dict:
-    "Regenerate the figures of every chapter module into outdir/<chapter>/."
-    import importlib
+    "Regenerate the figures of every chapter module into outdir/<chapter>/; an error importing a chapter is raised, not skipped."
     done = {}
-    for ch in chapters or CHAPTERS:
-        try:
-            mod = importlib.import_module(f"bayesnotes.{ch}")
-        except ModuleNotFoundError:
-            if chapters: raise
-            continue
+    for ch in chapters or figure_modules():
+        mod = _import_chapter(ch)
         if figure_functions(mod):
             done[ch] = regenerate_figures(mod, f"{outdir}/{ch}", formats, progress)
     return done

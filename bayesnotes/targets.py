@@ -4,6 +4,7 @@
 
 # %% ../nbs/00b_targets.ipynb #e1ed8983
 from __future__ import annotations
+import threading
 import warnings
 from collections import Counter
 from contextlib import contextmanager
@@ -73,12 +74,15 @@ class Target:
     def taped(self) -> "Target":
         """This target for one run of an iterative method (a sampler, ADVI, a flow fit, PBP), with autograd's gradients
         replayed from a `Tape` recorded once per input shape (and checked against autograd at replays 1, 2, 4, 8, ...).
-        Targets with closed-form or user gradients, or built with `tape=False`, are returned as they are. The log density
-        must not change during the run; one whose control flow reads values (an `if`, a `try`/`except`) keeps autograd."""
-        if (self._vg_batch is not None or self._grad is not None or not self.tape or self._replay is not None
-                or not _TAPE_INTERNALS):
+        Targets with closed-form or user gradients, or built with `tape=False`, are returned as they are. A taped target
+        is returned itself with a fresh replayer, so no run inherits another run's tapes. The log density must not
+        change during the run; one whose control flow reads values (an `if`, a `try`/`except`) keeps autograd."""
+        if self._vg_batch is not None or self._grad is not None or not self.tape or not _TAPE_INTERNALS:
             return self
-        t = self.with_autograd()             # the same target (here it has no closed form or user gradient)
+        if self._replay is not None:         # a new run of a taped target: the same target, the old tapes dropped
+            self._replay = _Replay(self._logp)
+            return self
+        t = self.with_autograd()             # the same target without a replayer (it has no closed form or user gradient)
         t._replay = _Replay(self._logp)
         return t
 
@@ -98,6 +102,8 @@ class Target:
                       ):
         "Log density and its gradient at a single point x of shape (dim,)."
         x = np.asarray(x, dtype=float)
+        if x.size != self.dim:
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
         if self._vg_batch is not None:
             v, g = self._vg_batch(x.reshape(1, self.dim))
             return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
@@ -124,7 +130,7 @@ class Target:
         return 0.5 * (H + H.T)
 
     def value_and_grad_batch(self,
-                             X, # points, shape (n, dim) (or any leading shape)
+                             X, # points, shape (n, dim) (or any leading shape, (..., dim) -> (...) and (..., dim))
                             ):
         "Log densities (n,) and gradients (n, dim) at the rows of X (closed form, or one autograd pass when batched)."
         X = np.asarray(X, dtype=float)
@@ -135,6 +141,9 @@ class Target:
             # one forward pass: the vector-Jacobian product with a vector of ones gives every row's gradient
             vals, grads = (self._replay or partial(_autograd_ones, self._logp))(X)
             return np.asarray(vals, dtype=float), np.asarray(grads, dtype=float)
+        if X.ndim > 2:   # any leading shape: one row at a time, then the values take the leading shape back
+            out = [self.value_and_grad(x) for x in X.reshape(-1, self.dim)]
+            return np.array([v for v, _ in out]).reshape(X.shape[:-1]), np.array([g for _, g in out]).reshape(X.shape)
         out = [self.value_and_grad(x) for x in X]
         return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(X.shape)
 
@@ -194,6 +203,7 @@ class _Recorded(Node):
 _BRANCHES = "the function's control flow depends on the input's values"
 _BOX_BOOL = ArrayBox.__bool__ if _TAPE_INTERNALS else None
 _active = []             # the ledgers of the recordings under way (nested ones included; innermost last)
+_RECORDING = threading.RLock()   # one thread records at a time: the truth value patched and the ledgers are process-wide
 
 class _Ledger:
     """What one recording saw: the primitives begun on a recorded box and those that returned a value, by name (the
@@ -253,22 +263,24 @@ _ITERLESS = [c for c in (ArrayBox, SequenceBox) if "__iter__" not in vars(c)] if
 def _recording():
     """While recording, a recorded array used as a truth value raises `Untraceable` (plain autograd would read its value),
     iterating over a box stops at its length (no IndexError to catch) and autograd's warnings are silenced; yields the
-    recording's `_Ledger`."""
-    if not _active:
-        ArrayBox.__bool__ = _refuse
-        for box in _ITERLESS:
-            box.__iter__ = _iterate
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")      # autograd warns when the output does not depend on the input
-            _active.append(_Ledger())
-            yield _active[-1]
-    finally:
-        _active.pop()
+    recording's `_Ledger`. Recordings in different threads wait for each other (`_RECORDING`); a nested one in the same
+    thread goes ahead."""
+    with _RECORDING:
         if not _active:
-            ArrayBox.__bool__ = _BOX_BOOL
+            ArrayBox.__bool__ = _refuse
             for box in _ITERLESS:
-                del box.__iter__
+                box.__iter__ = _iterate
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")      # autograd warns when the output does not depend on the input
+                _active.append(_Ledger())
+                yield _active[-1]
+        finally:
+            _active.pop()
+            if not _active:
+                ArrayBox.__bool__ = _BOX_BOOL
+                for box in _ITERLESS:
+                    del box.__iter__
 
 def _unbroadcast(g, shape):
     "Sum a gradient g that was broadcast from `shape` back to `shape`."
@@ -431,7 +443,8 @@ class Tape:
                     grads[j] = ig if prev is None else prev + ig
                 else:    # sparse (from indexing) or a tuple (eigh, slogdet): autograd's own vector-space sum
                     grads[j] = add_outgrads(None if prev is None else (prev, False), ig)[0]
-        return out, np.asarray(grads[0], dtype=float) if 0 in grads else np.zeros(self.shape)
+        # a copy: a VJP may return a read-only broadcast view (a sum's, in a dynamic tape), and callers update in place
+        return out, np.array(grads[0], dtype=float) if 0 in grads else np.zeros(self.shape)
 
 _ARRAY_TYPES = (np.ndarray, np.float64, float)
 _NO_GRADIENT = notrace_primitives[VJPNode] if _TAPE_INTERNALS else set()   # primitives without a gradient (comparisons, floor, ...)
@@ -521,6 +534,8 @@ def gaussian_target(mean=None,   # mean (dim,); default zeros
         d = s.size
     else:
         cov = check_finite("cov", cov)
+        if cov.ndim == 0:
+            cov = cov.reshape(1, 1)      # a scalar variance: one dimension, as `check_spd` reads it
         d = cov.shape[0] if cov.ndim == 2 else -1
     mean = np.zeros(d if d > 0 else check_count("dim", dim)) if mean is None else check_finite("mean", np.atleast_1d(mean))
     if mean.ndim != 1 or (d > 0 and mean.size != d):
@@ -619,12 +634,12 @@ def breast_cancer_logistic(prior_scale:float=1., # prior standard deviation of e
 # %% ../nbs/00b_targets.ipynb #47056ff7
 def fig_targets(n_grid:int=120, # grid points per axis
                ):
-    "Log-density contours (12 nats below the mode) of the four standard 2-d targets."
+    "Log-density contours (down to 12 nats below the mode) of four standard targets in 2-d; the last is a logistic regression on iris."
     X, y = load_iris_2d(standardize=True)
     panels = [(correlated_gaussian(0.9), (-3, 3), (-3, 3)),
               (banana(0.1, 10.), (-25, 25), (-15, 45)),
               (funnel(2, 3.), (-15, 15), (-8, 8)),
-              (logistic_regression(X, y, 2.0), (-3, 8), (-8, 3))]
+              (logistic_regression(X, y, 2.0), (-1, 12), (-10, 1))]
     fig, axes = new_figure(1, 4, width=12, height=3.2)
     for ax, (t, xl, yl) in zip(axes, panels):
         a, b = np.meshgrid(np.linspace(*xl, n_grid), np.linspace(*yl, n_grid))

@@ -5,6 +5,7 @@
 # %% ../nbs/00a_utils.ipynb #9e845e88
 from __future__ import annotations
 import copy as _copy
+from contextlib import contextmanager
 import functools
 import inspect
 import math
@@ -31,12 +32,13 @@ def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSeq
                      f"got {rng!r}")
 
 def spawn_rng(rng,   # None, an int seed, a SeedSequence or a Generator (as for `as_rng`)
-              k:int, # which derived stream (k >= 1)
+              k:int, # which derived stream, an integer >= 0 (0: an int seed's own stream)
              ):
-    "The k-th stream derived from `rng`: the seed rng + k for an int (integer seeds keep the book's exact numbers), else an independent child generator."
+    "The k-th stream of `rng`: the seed rng + k for an int (so seeds s and s + 1 share streams: sweep seeds far apart, or use `np.random.SeedSequence([seed, k])`), else the next independent child generator, whatever k."
+    k = check_count("k", k, 0)
     seed = int_seed(rng)
     if seed is not None:
-        return seed + int(k)
+        return seed + k
     return as_rng(rng).spawn(1)[0]
 
 def int_seed(rng, # any value passed as `rng`
@@ -51,7 +53,8 @@ def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped 
                 ):
     """Decorator: memoise a function on the calls whose random arguments (named `rng`, `seed` or `..._rng`) are all
     int seeds. Any other value (None, a SeedSequence, a Generator) runs the function afresh, so a Generator is used
-    and advances, as SPEC 7 expects, instead of being looked up by identity."""
+    and advances, as SPEC 7 expects, instead of being looked up by identity. A call with an argument that cannot be
+    hashed (an array of data) runs afresh too: only hashable arguments can be looked up."""
     def decorate(f):
         sig = inspect.signature(f)
         names = [p for p in sig.parameters if p in ("rng", "seed") or p.endswith("_rng")]
@@ -65,6 +68,10 @@ def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped 
             if None in seeds:
                 return f(*bound.args, **bound.kwargs)
             bound.arguments.update(zip(names, seeds))          # 3, np.int64(3) and rng=3 share one entry
+            try:
+                hash((bound.args, tuple(bound.kwargs.items())))
+            except TypeError:                                   # an array or a list: no cache key, run afresh
+                return f(*bound.args, **bound.kwargs)
             out = cached(*bound.args, **bound.kwargs)
             return _copy.deepcopy(out) if copy else out
         wrapper.cache_clear, wrapper.cache_info = cached.cache_clear, cached.cache_info
@@ -76,8 +83,11 @@ def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped 
 def check_finite(name:str, # argument name used in the error message
                  x,        # array-like to check
                 ) -> np.ndarray:
-    "Return `x` as a float array, raising ValueError naming `name` if it holds NaN or inf."
-    a = np.asarray(x, dtype=float)
+    "Return `x` as a float array, raising ValueError naming `name` if it is not numeric or holds NaN or inf."
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):     # a string, None in a list, an object: numpy's message would not name `name`
+        raise ValueError(f"{name} must be a number or an array of numbers, got {type(x).__name__} {x!r:.60}") from None
     if not np.all(np.isfinite(a)):
         bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
         raise ValueError(f"{name} must be finite; it has {bad} non-finite value(s)")
@@ -192,13 +202,22 @@ _BLAS_CONTROLLER = []
 
 def blas_threads(n:int=1, # number of BLAS threads allowed inside the block
                 ):
-    "Context manager limiting BLAS to `n` threads (a no-op without threadpoolctl)."
-    from contextlib import nullcontext
-    n = check_count("n", n)
+    "Context manager limiting BLAS to `n` threads from entering its `with` block to leaving it (a no-op without threadpoolctl)."
+    return _blas_limit(check_count("n", n))   # `n` is checked now; the limit is applied only by `with`
+
+@contextmanager
+def _blas_limit(n):
+    "BLAS limited to n threads inside the block; yields threadpoolctl's limiter (None without threadpoolctl)."
     try:
         if not _BLAS_CONTROLLER:   # scanning the loaded libraries is slow: do it once per session
             from threadpoolctl import ThreadpoolController
             _BLAS_CONTROLLER.append(ThreadpoolController())
     except ImportError:            # threadpoolctl comes with scikit-learn; without it, run as configured
-        return nullcontext()
-    return _BLAS_CONTROLLER[0].limit(limits=n, user_api="blas")
+        controller = None
+    else:
+        controller = _BLAS_CONTROLLER[0]
+    if controller is None:
+        yield None
+        return
+    with controller.limit(limits=n, user_api="blas") as limiter:
+        yield limiter

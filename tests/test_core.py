@@ -505,3 +505,122 @@ def test_cache_seeded_caches_int_seeds_and_nothing_else():
     assert table(3) == {"x": [3]}                                                 # a caller's change never reaches the cache
     with pytest.raises(ValueError, match="no argument named rng"):
         cache_seeded()(lambda n: n)
+
+
+# ---------------------------------------------------------------- review 00_foundations: traps that are now closed
+def test_spawn_rng_streams_overlap_for_int_seeds_and_k_is_checked(seed):
+    "Int seeds keep rng + k (the book's numbers depend on it), so stream 1 of s is seed s + 1; bad k raised no error before."
+    from bayesnotes.utils import spawn_rng
+    s = seed(0)
+    assert spawn_rng(s, 3) == s + 3 and spawn_rng(s, 0) == s and spawn_rng(np.int64(s), 2.0) == s + 2
+    assert as_rng(spawn_rng(s, 1)).random() == as_rng(s + 1).random()           # the documented overlap
+    for bad in (-3, 1.5, None, True):                                             # old code: -1, 2, TypeError, 1
+        with pytest.raises(ValueError, match="^k must be an integer >= 0"):
+            spawn_rng(s, bad)
+    with pytest.raises(ValueError, match="^k must be"):
+        spawn_rng(np.random.default_rng(s), -1)                                   # old code ignored k here
+    assert isinstance(spawn_rng(np.random.default_rng(s), 1), np.random.Generator)
+
+
+def test_cache_seeded_runs_calls_with_unhashable_arguments_uncached(seed):
+    "Old code: TypeError (unhashable ndarray) on exactly the int-seed path that the book uses for reproducible runs."
+    from bayesnotes.utils import cache_seeded
+    calls = []
+
+    @cache_seeded()
+    def shifted(X, rng=0):
+        calls.append(1)
+        return X + as_rng(rng).normal(size=X.shape)
+
+    a, b = shifted(np.zeros(3), seed(1)), shifted(np.zeros(3), rng=seed(1))
+    assert np.array_equal(a, b) and len(calls) == 2 and shifted.cache_info().currsize == 0
+
+
+def test_blas_threads_limits_only_inside_the_with_block():
+    "Old code applied the limit when called: a bare `blas_threads(1)` left BLAS at one thread for the session."
+    from threadpoolctl import threadpool_info, threadpool_limits
+    from bayesnotes.utils import blas_threads
+    counts = lambda: [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    with threadpool_limits(2, user_api="blas"):
+        before = counts()
+        if not before or max(before) < 2:
+            pytest.skip("no BLAS pool that can run two threads here")
+        cm = blas_threads(1)
+        assert counts() == before
+        with cm:
+            assert set(counts()) == {1}
+        assert counts() == before
+    with pytest.raises(ValueError, match="^n must be"):
+        blas_threads(0)                       # still checked at the call
+
+
+def test_adam_warns_when_the_iterate_is_still_travelling():
+    "Old code returned x = (20.9, -1) from x0 = (30, 0) silently: 1000 steps of lr = 0.01 cannot cover 27 units."
+    import warnings
+    g = lambda z: np.array([-2 * (z[0] - 3), -20 * (z[1] + 1)])
+    with pytest.warns(core.ConvergenceWarning, match="coordinate 0 was still moving.*raise n_iter or lr"):
+        x, _ = adam(g, np.array([30., 0.]))
+    assert x[0] > 15                                                              # indeed far from 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", core.ConvergenceWarning)
+        x, _ = adam(g, np.zeros(2), n_iter=3000, lr=0.05)                       # converged: no warning
+    assert np.allclose(x, [3, -1], atol=1e-3)
+
+
+def test_bad_input_found_by_the_review_is_named():
+    "Each case returned NaN, a wrong shape, or an error that did not name the argument before."
+    opt = Adam(lr=0.1); opt.step(np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError, match="^params must keep the shape"):
+        opt.step(np.zeros(1), np.ones(1))                                          # old: broadcast to shape (2,)
+    for bad in (np.nan, None, np.inf):
+        with pytest.raises(ValueError, match="^k must be an integer between 0 and n=10"):
+            beta_binomial_update(1, 1, bad, 10)
+    assert beta_binomial_update(1, 1, 2.0, 10) == (3.0, 9.0) and beta_binomial_update(1, 1, np.int64(2), 10) == (3.0, 9.0)
+    with pytest.raises(ValueError, match="^mu must not be NaN"):
+        NormalGamma(0., 1., 1., 1.).logpdf(np.nan, 1.)                             # old: nan
+    with pytest.raises(ValueError, match="^NormalGamma.kappa must be positive"):
+        NormalGamma(0., -1., 1., 1.).logpdf(0., 1.)                                # old: nan
+    assert NormalGamma(0., 1., 2., 1.).logpdf(0., -1.) == -np.inf                  # outside the support: still -inf
+    with pytest.raises(ValueError, match="^x must be a number"):
+        check_finite("x", "abc")                                                   # old: numpy's message, no name
+    t = Target(lambda x: -0.5 * anp.sum(x**2), 2)
+    with pytest.raises(ValueError, match=r"^x must have shape \(2,\)"):
+        t.value_and_grad(np.ones(3))                                               # old: a value
+    v, g = t.value_and_grad_batch(np.ones((2, 3, 2)))
+    assert v.shape == (2, 3) and g.shape == (2, 3, 2) and np.allclose(v, -1.0)    # old: values of shape (2,)
+    assert t.value_and_grad_batch(np.ones((4, 2)))[0].shape == (4,)
+    gt = gaussian_target(mean=1., cov=2.0)                                         # old: "cov must have shape (1, 1), got ()"
+    assert np.isclose(gt.logdensity([1.5]), stats.norm(1., np.sqrt(2.)).logpdf(1.5)) and gt.cov.shape == (1, 1)
+    for kw, msg in ((dict(pair=("setosa",)), "^pair must name two different"), (dict(features=(0, 9)), "^features must be")):
+        with pytest.raises(ValueError, match=msg):
+            load_iris_2d(**kw)                                                     # old: IndexError
+
+
+def test_regenerate_all_finds_every_figure_module_and_reports_import_errors(tmp_path, monkeypatch):
+    """Old code: the default ran only the 11 names of CHAPTERS (16 figure modules skipped) and skipped, without a word, a
+    chapter whose import raised ModuleNotFoundError. Here the package path holds two fake chapters only."""
+    import bayesnotes
+    from bayesnotes import plotting
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "zz_fig.py").write_text("from bayesnotes.plotting import new_figure\ndef fig_one():\n    return new_figure()[0]\n")
+    monkeypatch.setattr(bayesnotes, "__path__", [str(tmp_path / "pkg")])
+    monkeypatch.setattr(plotting, "CHAPTERS", [])           # the old default list: empty, so only discovery can find zz_fig
+    for m in ("bayesnotes.zz_fig", "bayesnotes.zz_broken"):
+        monkeypatch.delitem(sys.modules, m, raising=False)
+    assert plotting.figure_modules() == ["zz_fig"]
+    done = plotting.regenerate_all(tmp_path / "out", formats=("png",), progress=False)
+    assert list(done) == ["zz_fig"] and done["zz_fig"][0].exists()
+    (tmp_path / "pkg" / "zz_broken.py").write_text("import a_package_that_is_not_installed\ndef fig_two(): pass\n")
+    with pytest.raises(ModuleNotFoundError, match="a_package_that_is_not_installed") as err:
+        plotting.regenerate_all(tmp_path / "out", formats=("png",), progress=False)
+    assert any("bayesnotes.zz_broken" in n for n in getattr(err.value, "__notes__", []))
+    with pytest.raises(ModuleNotFoundError):
+        plotting.regenerate_all(tmp_path / "out", chapters=["no_such_chapter"], progress=False)
+    sys.modules.pop("bayesnotes.zz_fig", None); sys.modules.pop("bayesnotes.zz_broken", None)
+
+
+def test_figure_modules_of_the_package_include_every_chapter_with_figures():
+    "The real package: the default list covers the 11 main chapters that have figures and the sub-chapters (ais, pmcmc, ...)."
+    from bayesnotes import plotting
+    found = plotting.figure_modules()
+    assert {"core", "targets", "ais", "pmcmc", "vqvae"} <= set(found) and "plotting" not in found and "utils" not in found

@@ -317,3 +317,62 @@ def test_unpacking_and_iterating_over_traced_values_are_recorded(seed):
     tape = Tape(f, z)
     assert np.array_equal(tape(z)[0], f(z)) and np.allclose(tape(z)[1], grad(f)(z), rtol=1e-12, atol=1e-13)
     assert "__iter__" not in vars(ArrayBox) and "__iter__" not in vars(SequenceBox)
+
+
+# ---------------------------------------------------------------- review 00_foundations
+def test_taping_a_taped_target_starts_a_fresh_replayer():
+    """Old code returned the same target with the same replayer: a second run replayed the first run's tape (30 of 40
+    calls stale). The target itself is still returned (the MCMC chapter's profiler patches it before `sample` tapes it)."""
+    state = {"s": 1.0}
+    t = Target(lambda x: -0.5 * state["s"] * anp.sum(x**2), 2)
+    run1, x = t.taped(), np.array([1.0, 2.0])
+    for _ in range(100):
+        run1.value_and_grad(x)                      # recorded at call 3, replayed since
+    state["s"] = 4.0                                # the model changes between runs
+    replay1 = run1._replay
+    run2 = run1.taped()
+    assert run2 is run1 and run2._replay is not replay1 and not run2._replay.tapes
+    for _ in range(40):
+        v, g = run2.value_and_grad(x)
+        assert v == -0.5 * 4.0 * 5.0 and np.allclose(g, -4.0 * x)
+
+
+def test_replayed_gradients_are_writable_arrays():
+    "Old code: from the third call of a dynamic tape on, the gradient was a read-only broadcast view (`g *= 2` raised)."
+    f = lambda x: anp.sum(x) + anp.sum((x > 0).astype(float))
+    x = np.array([0.5, -1.0, 2.0])
+    assert not Tape(f, x).static
+    t = Target(f, 3).taped()
+    for _ in range(6):                              # plain, plain, recorded, replays 1-3
+        _, g = t.value_and_grad(x)
+        g *= 2.0
+        assert np.array_equal(g, [2.0, 2.0, 2.0])
+
+
+def test_recordings_in_two_threads_do_not_mix():
+    """Old code shared one ledger stack and one patched truth value between threads: with two threads recording at once,
+    a try/except density was recorded on its except branch and a clean one refused, most of the time (205 and 206 of 300).
+    The recorder now takes a lock; here each thread records 40 times, the sleeps making the recordings overlap."""
+    import threading, time
+    def clean(x):
+        time.sleep(0.001)
+        return anp.sum(anp.exp(x) * x)
+    def caught(x):                                  # try/except as control flow: must always be refused
+        try:
+            time.sleep(0.001)
+            return anp.sum(anp.log(anp.diag(anp.linalg.cholesky(anp.array([[1.0, x[0]], [x[0], 1.0]])))))
+        except np.linalg.LinAlgError:
+            return -1e3 - x[0]**2
+    wrong = []
+    def record(f, x, refused):
+        for _ in range(40):
+            try:
+                Tape(f, x)
+                if refused: wrong.append("recorded the except branch")
+            except Untraceable:
+                if not refused: wrong.append("refused a clean density")
+    threads = [threading.Thread(target=record, args=(clean, np.ones(3), False)),
+               threading.Thread(target=record, args=(caught, np.array([1.5]), True))]
+    for th in threads: th.start()
+    for th in threads: th.join()
+    assert wrong == [] and targets.ArrayBox.__bool__ is targets._BOX_BOOL
