@@ -5,6 +5,7 @@
 # %% ../nbs/06_decision.ipynb #e1d4cab7
 from __future__ import annotations
 import math
+import warnings
 from typing import NamedTuple
 import numpy as np
 from scipy import integrate, optimize, special, stats
@@ -14,7 +15,7 @@ from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .plotting import COLORS, new_figure
 from .utils import (as_rng, blas_threads, check_count, check_finite, check_positive, check_probability,
                               track)
-from .core import beta_binomial_update, mvn_sample, value_and_grad
+from .core import ConvergenceWarning, beta_binomial_update, mvn_sample, value_and_grad
 from .datasets import load_digits01
 from .targets import logistic_regression
 from .vi import laplace, logistic_predictive
@@ -436,10 +437,13 @@ def james_stein_risk(theta_norm2,   # squared norm(s) |theta|^2 of the true mean
     t = check_positive("theta_norm2", theta_norm2, strict=False)
     check_count("d", d, 3)
     s2 = float(check_positive("sigma2", sigma2))
-    lam = t / s2                                     # non-centrality of |x|^2 / sigma2
-    kmax = int(np.max(lam) / 2 + 12 * np.sqrt(np.max(lam) / 2 + 1) + 60)
-    k = np.arange(kmax)
-    pk = stats.poisson.pmf(k, (lam / 2)[..., None])  # |x|^2/sigma2 ~ chi2_{d+2K}, K ~ Poisson(lam/2)
+    mu = np.asarray(t / s2) / 2                      # |x|^2/sigma2 ~ chi2_{d+2K}, K ~ Poisson(mu), mu = |theta|^2/(2 sigma2)
+    # sum only over the window mu -/+ (12 sqrt(mu + 1) + 60) of each K: Chernoff bounds put less than 1e-30 of the
+    # Poisson mass outside it, and its width grows like sqrt(mu), not like mu (a series from k = 0 would cost O(mu))
+    half = 12.0 * np.sqrt(mu + 1.0)
+    k0 = np.maximum(np.floor(mu - half), 0.0)
+    k = k0[..., None] + np.arange(int(2 * np.max(half) + 60))
+    pk = stats.poisson.pmf(k, mu[..., None])
     e_inv = np.sum(pk / (d - 2 + 2 * k), axis=-1)    # E[sigma2 / |x|^2]
     return d * s2 - (d - 2) ** 2 * s2 * e_inv
 
@@ -810,6 +814,15 @@ def temperature_scale(logits,   # (n, C) validation-set logits
         return np.mean(special.logsumexp(beta * z, axis=1) - beta * zy)
     res = optimize.minimize_scalar(nll, bounds=(-12.0, 12.0), method="bounded",
                                    options={"xatol": 1e-10})
+    # if the label has the largest logit in every row, d NLL / d beta = mean(E_q[z] - z_y) < 0 for every beta: the NLL
+    # falls all the way to 0 as T -> 0 and there is no finite optimum (the search stops wherever the NLL underflows)
+    all_right = bool(np.all(zy >= z.max(axis=1)))
+    if all_right or min(res.x + 12.0, 12.0 - res.x) < 1e-3:
+        warnings.warn(f"temperature_scale: no finite optimum of the NLL was reached (returned T = {np.exp(-res.x):.3g}, "
+                      + ("the label has the largest logit on every calibration point, so the NLL decreases as T -> 0" if all_right
+                         else "the optimum is at the search bound T = exp(-/+12)")
+                      + "); T is undetermined by these data: use a larger calibration set", ConvergenceWarning,
+                      stacklevel=2)
     return float(np.exp(-res.x))
 
 # %% ../nbs/06_decision.ipynb #128df9a7
@@ -935,6 +948,15 @@ def platt_scale(scores,   # (n,) real-valued scores, e.g. log-odds of a binary c
         eta = Phi @ ab
         return np.sum(np.logaddexp(0.0, eta) - y * eta), Phi.T @ (special.expit(eta) - y)
     res = optimize.minimize(nll, np.array([1.0, 0.0]), jac=True, method="BFGS")
+    s0, s1 = s[y == 0], s[y == 1]
+    # the MLE exists only if the classes overlap on the score axis; otherwise |a| or |b| runs off to infinity
+    separable = len(s0) == 0 or len(s1) == 0 or s0.max() <= s1.min() or s1.max() <= s0.min()
+    grad_ok = np.max(np.abs(res.jac)) <= 1e-4 * len(s)
+    if separable or not (res.success or grad_ok):
+        warnings.warn(f"platt_scale: the maximum-likelihood fit was not reached (a = {res.x[0]:.3g}, b = {res.x[1]:.3g}"
+                      + (": the scores separate the two labels (or one label is missing), so no finite MLE exists"
+                         if separable else f": {res.message}") + "); use more calibration data",
+                      ConvergenceWarning, stacklevel=2)
     return PlattScaling(float(res.x[0]), float(res.x[1]))
 
 class HistogramBinning(NamedTuple):

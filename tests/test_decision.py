@@ -3,6 +3,7 @@ risks, properness of scoring rules, the finite-sample conformal guarantee, exact
 ValueError for bad input. Statistical checks take their seeds from the `seed` fixture; every tolerance is a stated
 multiple of a Monte Carlo standard error (with its false-alarm probability), an exact law, or a discretisation bound."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -695,3 +696,56 @@ def test_ood_metrics_against_independent_computations(seed):
         ood_digits(prior_prec=0.0)
     with pytest.raises(ValueError, match="confidence_in"):
         ood_auroc([], [0.5])
+
+
+# ---------------------------------------------------------------- silent failures of the fits (review 06, items 4-6)
+def test_temperature_scale_warns_when_no_finite_optimum(seed):
+    # catches the old silent behaviour: when the label has the largest logit on every calibration point the NLL falls
+    # all the way to 0 as T -> 0, and the search used to return a tiny T (about 6e-4) without a word
+    from bayesnotes.core import ConvergenceWarning
+    rng = np.random.default_rng(seed(40))
+    z = rng.normal(size=(50, 3))
+    with pytest.warns(ConvergenceWarning, match="no finite optimum"):
+        temperature_scale(z, z.argmax(1))
+    z = rng.normal(size=(2000, 3)) * 2
+    y = (rng.random(2000)[:, None] > np.cumsum(special.softmax(z, 1), 1)).sum(1)    # labels drawn from softmax(z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # an ordinary calibration set (many top labels wrong) must not warn
+        temperature_scale(z, y)
+
+
+def test_platt_scale_warns_on_separable_scores(seed):
+    # catches the old silent divergence: on scores that separate the labels the MLE does not exist and BFGS returned a
+    # slope in the hundreds with no warning
+    from bayesnotes.core import ConvergenceWarning
+    rng = np.random.default_rng(seed(41))
+    s = rng.normal(size=60)
+    with pytest.warns(ConvergenceWarning, match="separate"):
+        platt_scale(s, (s > 0).astype(int))
+    with pytest.warns(ConvergenceWarning, match="separate"):
+        platt_scale(s, np.ones(60, int))         # one label missing: b runs off to infinity
+    y = (rng.random(60) < special.expit(s)).astype(int)
+    if 0 < y.sum() < 60 and s[y == 0].max() > s[y == 1].min():   # overlapping classes: a finite MLE exists
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            platt_scale(s, y)
+
+
+def test_james_stein_risk_cost_does_not_grow_with_norm(monkeypatch):
+    # catches the old series from k = 0 to about |theta|^2 / 2: for |theta|^2 = 1e7 it evaluated 5e6 Poisson terms per
+    # value (8 s, and 0.8 GB for a vector of large norms); the windowed series evaluates about 24 sqrt(lambda / 2) terms
+    sizes = []
+    pmf = decision.stats.poisson.pmf
+    def spy(k, mu, *a, **kw):
+        sizes.append(np.size(k))
+        return pmf(k, mu, *a, **kw)
+    monkeypatch.setattr(decision.stats.poisson, "pmf", spy)
+    r = james_stein_risk(np.array([0.0, 9.0, 1e7]), 10)
+    assert max(sizes) < 3 * 60_000
+    monkeypatch.undo()
+    # values: each entry agrees with its own scalar call, and the large norm with quadrature against scipy's ncx2
+    assert r[:2] == pytest.approx([james_stein_risk(0.0, 10), james_stein_risk(9.0, 10)], rel=1e-12)
+    d, lam = 10, 1e6
+    m, sd = d + lam, np.sqrt(2 * (d + 2 * lam))           # +/- 40 sd: no mass left outside
+    e_inv = integrate.quad(lambda v: stats.ncx2.pdf(v, d, lam) / v, m - 40 * sd, m + 40 * sd, points=[m], limit=400)[0]
+    assert (d - james_stein_risk(lam, d)) / (d - 2) ** 2 == pytest.approx(e_inv, rel=1e-6)
