@@ -11,10 +11,10 @@ import numpy as np
 from scipy import integrate, special, stats
 
 from .utils import as_rng, check_count, check_finite, check_positive, check_shape, cache_seeded, spawn_rng
-from .core import log_mean_exp, mvn_logpdf
+from .core import ConvergenceWarning, log_mean_exp, mvn_logpdf
 from .targets import Target
 from .plotting import COLORS, new_figure
-from .vi import (Estimate, MeanFieldGaussian, advi, iwae_bound, _check_family, _logp_values, _make_family,
+from .vi import (Estimate, FullRankGaussian, MeanFieldGaussian, advi, elbo, iwae_bound, _check_family, _logp_values, _make_family,
                            _path_terms, _sgd_loop, _target)
 
 # %% auto #0
@@ -233,24 +233,67 @@ def bounds_quadrature(logp,           # log joint of a 1-d z: autograd function 
 
 # %% ../nbs/01c_vi_bounds.ipynb #b1-chivi
 class ChiVIResult(NamedTuple):
-    "A Gaussian family fitted by minimising CUBO_n, and its optimisation trace."
+    "A Gaussian family fitted by minimising CUBO_n, its optimisation trace, and the end-of-fit sandwich check."
     q: object          # the fitted family (Polyak average of the last `average` fraction of the iterates)
     cubo: np.ndarray   # per-step Monte Carlo CUBO_n estimates at the current iterate (noisy and biased low)
+    final_cubo: Estimate = None  # CUBO_n estimate at the fitted q from `n_check` fresh draws
+    elbo_floor: Estimate = None  # the larger ELBO estimate of the fitted q and of an ELBO fit (`vi.advi`), `n_check` draws each
 
-def _cubo_step(t, q, eps, n):
+def _log_mean_exp(a):
+    "log mean exp(a) of a 1-d array, shifted by its own maximum (no underflow)."
+    top = a.max()
+    return float(top + np.log(np.mean(np.exp(a - top))))
+
+def _cubo_step(t, q, eps, n, max_gap=300.0):
     """CUBO_n gradient with a cross-fitted normaliser, and the CUBO_n estimate, from one batch of base draws: each half's
-    sum of w^n grad log w is divided by the other half's mean of w^n, so its mean is a positive multiple of grad CUBO_n."""
+    mean of w^n grad log w is divided by the other half's mean of w^n, so its mean is a positive multiple of grad CUBO_n.
+    Each half is normalised by its own largest n log w, so neither half's mean can underflow; halves whose log mean w^n
+    differ by more than `max_gap` nats mean that q does not overlap the target: a ValueError says so."""
     G, lp = _path_terms(t, q, eps)                                   # rows: d log w(T(eps)) / d params
     a = n * (lp - np.asarray(q.log_prob(np.asarray(q.transform(eps), float)), float))
-    e = np.exp(a - a.max())
     h = len(a) // 2
-    A, B = slice(0, h), slice(h, len(a))
-    g = 0.5 * ((e[A, None] * G[A]).mean(0) / e[B].mean() + (e[B, None] * G[B]).mean(0) / e[A].mean())
-    return g, float(a.max() + np.log(e.mean())) / n
+    halves = [(a[:h], G[:h]), (a[h:], G[h:])]
+    lme = [_log_mean_exp(x) for x, _ in halves]
+    if not abs(lme[0] - lme[1]) <= max_gap:
+        raise ValueError(f"the two halves of the n_mc draws differ by {abs(lme[0] - lme[1]):.0f} nats in log mean w^{n:g}: "
+                         "q does not overlap the target, and the CUBO gradient rests on a single draw. Start from an "
+                         "ELBO fit (start='elbo', the default) or from a wider q")
+    g = 0
+    for (x, Gx), own, other in zip(halves, lme, lme[::-1]):
+        e = np.exp(x - x.max())
+        g = g + 0.5 * np.exp(own - other) * ((e @ Gx) / e.sum())         # mean(e^a G) / mean_other(e^a), in log space
+    return g, _log_mean_exp(a) / n
+
+def _affine_start(t, fit, spread):
+    """The target in coordinates u standardised by a Gaussian fit (z = m0 + M u, M its Cholesky factor), the start
+    N(0, spread^2 I) there, and the map of a family member in u back to z."""
+    m0, d = np.asarray(fit.mean, float), t.dim
+    full = isinstance(fit, FullRankGaussian)
+    M = np.asarray(fit.chol, float) if full else np.diag(np.asarray(fit.scale, float))
+    logdet = float(np.sum(np.log(np.diag(M))))
+    def vg(U):
+        v, g = t.value_and_grad_batch(m0 + U @ M.T)
+        return np.asarray(v, float) + logdet, np.asarray(g, float) @ M
+    tu = Target(lambda U: vg(np.atleast_2d(U))[0] if np.ndim(U) > 1 else vg(np.atleast_2d(U))[0][0], d,
+                name=f"{t.name or 'target'} (standardised)", batched=True, vg_batch=vg)
+    ls = np.full(d, np.log(spread))
+    if full:
+        q0 = FullRankGaussian(d, np.concatenate([np.zeros(d), ls, np.zeros(d * (d - 1) // 2)]))
+        r, c = np.tril_indices(d, -1)
+        def back(qu):
+            L = M @ np.asarray(qu.chol, float)
+            return FullRankGaussian(d, np.concatenate([m0 + M @ np.asarray(qu.mean, float), np.log(np.diag(L)), L[r, c]]))
+    else:
+        q0 = MeanFieldGaussian(d, np.concatenate([np.zeros(d), ls]))
+        s0 = np.diag(M)
+        def back(qu):
+            p = np.asarray(qu.params, float)
+            return MeanFieldGaussian(d, np.concatenate([m0 + s0 * p[:d], np.log(s0) + p[d:]]))
+    return tu, q0, back
 
 def chivi(logp,                 # log joint on R^dim: autograd function of z (dim,) or a `Target`
           dim:int=None,         # dimension of z (taken from `logp` if it is a Target)
-          family="meanfield",   # "meanfield", "fullrank", or a family instance used as the starting point
+          family="meanfield",   # "meanfield", "fullrank", or a family instance used as the starting point (then `start` is ignored)
           n:float=2.,           # order n > 1 of the CUBO
           n_iter:int=3000,      # Adam steps
           lr=0.05,              # base Adam step size, decayed as lr / (1 + t / 100)^decay, or a function lr(step)
@@ -260,24 +303,54 @@ def chivi(logp,                 # log joint on R^dim: autograd function of z (di
           decay:float=0.6,      # exponent of the step-size decay; 0 keeps it constant
           callback:Callable=None, # called as callback(step, q) after every step
           progress:bool=False,  # show a progress bar
+          start:str="elbo",     # "elbo": an ELBO fit (`vi.advi`) with its scales times `spread`, in coordinates standardised by it; "standard": N(0, I)
+          spread:float=None,    # factor on the ELBO fit's scales at the start (it under-covers); default 3^(1/sqrt(dim))
+          n_check:int=1000,     # fresh draws for the end-of-fit check CUBO >= ELBO (0: no check, and no ELBO fit for it)
          ) -> ChiVIResult:
-    "Chi-divergence VI (CHIVI): fit a Gaussian family by stochastic gradient descent on CUBO_n (reparameterised)."
+    """Chi-divergence VI (CHIVI): fit a Gaussian family by stochastic gradient descent on CUBO_n (reparameterised), by
+    default from a widened ELBO fit; warns (`ConvergenceWarning`) when the fitted q's CUBO estimate falls below an ELBO estimate."""
     if dim is None and not isinstance(logp, Target):
         raise ValueError("dim is required when logp is a plain function")
     t = _target(logp, logp.dim if dim is None else check_count("dim", dim))
-    q, n, S, rng = _make_family(family, t.dim), _check_order(n), check_count("n_mc", n_mc, 4), as_rng(rng)
+    n, S, rng = _check_order(n), check_count("n_mc", n_mc, 4), as_rng(rng)
+    n_check = check_count("n_check", n_check, 0)
+    if n_check == 1:
+        raise ValueError("n_check must be 0 (no check) or at least 2")
+    if start not in ("elbo", "standard"):
+        raise ValueError(f"start must be 'elbo' or 'standard', got {start!r}")
+    spread = 3.0 ** (1 / np.sqrt(t.dim)) if spread is None else float(check_positive("spread", spread))
+    fit = None
+    if isinstance(family, str) and start == "elbo":
+        fit = advi(t, family=family, rng=rng).q
+        tu, q, back = _affine_start(t, fit, spread)
+    else:
+        tu, q, back = t, _make_family(family, t.dim), (lambda qu: qu)
     def step(qc, it):                                                # _sgd_loop ascends: hand it -CUBO
-        g, val = _cubo_step(t, qc, rng.standard_normal((S, t.dim)), n)
+        g, val = _cubo_step(tu, qc, rng.standard_normal((S, t.dim)), n)
         return -g, -val
-    res = _sgd_loop(step, q, n_iter, lr, None, 20, progress, "chivi", average, callback, decay)
-    return ChiVIResult(res.q, -res.elbo)
+    cb = None if callback is None else (lambda it, qu: callback(it, back(qu)))
+    res = _sgd_loop(step, q, n_iter, lr, None, 20, progress, "chivi", average, cb, decay)
+    qf = back(res.q)
+    if n_check == 0:
+        return ChiVIResult(qf, -res.elbo)
+    if fit is None:                                                  # the check needs an ELBO fit: make one
+        fit = advi(t, family=family if isinstance(family, str) else "meanfield", rng=rng).q
+    cu = cubo(t, qf, n, n_check, rng)
+    floor = max(elbo(t, qf, n_check, rng), elbo(t, fit, n_check, rng), key=lambda e: e.value)
+    if cu.value < floor.value - 4 * np.hypot(cu.stderr, floor.stderr):
+        warnings.warn(f"chivi: the CUBO_{n:g} estimate of the fitted q, {cu.value:.4g}, lies below an ELBO estimate, "
+                      f"{floor.value:.4g} (both from {n_check} fresh draws), which exact values never do: q has not "
+                      "reached a fit that covers the target, and its CUBO is not an upper bound. Start from an ELBO "
+                      "fit (start='elbo'), lower lr or raise n_mc", ConvergenceWarning)
+    return ChiVIResult(qf, -res.elbo, cu, floor)
+
 
 # %% ../nbs/01c_vi_bounds.ipynb #b1-figchivi
 _FIT_COLORS = (COLORS[4], COLORS[5])    # ELBO fit, chi-VI fit
 
 @cache_seeded(maxsize=2)
 def _example_fits(rng=0):
-    "The example's target and exact posterior, an ELBO fit (ADVI) and a chi-VI fit (CUBO_2), both from N(0, 1)."
+    "The example's target and exact posterior, an ELBO fit (ADVI from N(0, 1)) and a chi-VI fit (CUBO_2, `chivi`'s default start)."
     t, post = mixture_prior_model()
     return t, post, advi(t, rng=rng), chivi(t, rng=spawn_rng(rng, 1))
 
