@@ -12,7 +12,7 @@ from scipy import optimize, special, stats
 from scipy.cluster.vq import kmeans2
 
 from .utils import as_rng, shares_parameters, spawn_rng, check_count, check_finite, check_positive, check_probability, check_shape, track
-from .core import NormalGamma, normal_gamma_update, normal_gamma_log_evidence
+from .core import ConvergenceWarning, NormalGamma, normal_gamma_update, normal_gamma_log_evidence
 from .plotting import new_figure, COLORS
 from .vi import VBGMMResult, cavi_gmm, vb_normal_gamma, _gmm_elbo, _gmm_estep, _gmm_mstep, _ng_elbo
 
@@ -154,8 +154,8 @@ def fig_vmp_normal_gamma(n_iter:int=6, # VMP sweeps
     ratios = np.array([meanfield_variance_ratio(as_rng(0).normal(0.5, 1.0, n), **prior) for n in Ns])
     grid = np.linspace(Ns[0], Ns[-1], 400)
     ap = prior["a0"] + grid / 2
-    a2.semilogx(grid, (ap - 1) / ap, color=COLORS[0], lw=1, label=r"$(a_N-1)/a_N$")
-    a2.semilogx(grid, ap / (ap + 0.5), color=COLORS[3], lw=1, label=r"$a_N/(a_N+1/2)$")
+    a2.semilogx(grid, (ap - 1) / ap, color=COLORS[0], lw=1, label=r"$(a_N'-1)/a_N'$, $a_N'=a_0+N/2$")
+    a2.semilogx(grid, ap / (ap + 0.5), color=COLORS[3], lw=1, label=r"$a_N'/(a_N'+1/2)$")
     a2.semilogx(Ns, ratios[:, 0], "o", color=COLORS[0], label=r"$\mathrm{Var}_q(\mu)/\mathrm{Var}(\mu\mid x)$")
     a2.semilogx(Ns, ratios[:, 1], "s", color=COLORS[3], label=r"$\mathrm{Var}_q(\tau)/\mathrm{Var}(\tau\mid x)$")
     a2.axhline(1, color=COLORS[2], lw=1)
@@ -250,9 +250,16 @@ class LDAResult(NamedTuple):
     topics: np.ndarray   # posterior mean topics E_q[beta_kv] = lam_kv / sum_v lam_kv, shape (K, V)
     elbo: np.ndarray     # ELBO after every sweep (phi, then gamma, then lam) of the start kept, shape (n_sweeps + 1,)
     start_elbos: np.ndarray # final ELBO of every start, shape (n_init,); the start kept is its argmax
+    start_sweeps: np.ndarray = None     # CAVI sweeps run by every start, shape (n_init,)
+    start_converged: np.ndarray = None  # whether every start met `tol` before `n_iter` sweeps, shape (n_init,)
+
+    @property
+    def converged(self):
+        "Whether the start kept met the tolerance before `n_iter` sweeps (a `ConvergenceWarning` was raised if not)."
+        return None if self.start_converged is None else bool(self.start_converged[np.argmax(self.start_elbos)])
 
 def _lda_cavi(n, alpha, eta, gamma, lam, n_iter, tol, progress, desc):
-    "CAVI sweeps from one start until the ELBO gains less than tol * |ELBO| in a sweep: (gamma, lam, phi, ELBO trace)."
+    "CAVI sweeps from one start until the ELBO gains less than tol * |ELBO| in a sweep: (gamma, lam, phi, ELBO trace, converged)."
     trace = [lda_elbo(n, alpha, eta, gamma, lam).total]
     for _ in track(range(n_iter), progress, desc=desc):
         phi = _lda_phi(_dirichlet_elog(gamma), _dirichlet_elog(lam))
@@ -261,8 +268,8 @@ def _lda_cavi(n, alpha, eta, gamma, lam, n_iter, tol, progress, desc):
         lam = eta + np.einsum("dv,dvk->kv", n, phi)
         trace.append(lda_elbo(n, alpha, eta, gamma, lam, phi).total)
         if trace[-1] - trace[-2] < tol * abs(trace[-1]):
-            break
-    return gamma, lam, phi, np.array(trace)
+            return gamma, lam, phi, np.array(trace), True
+    return gamma, lam, phi, np.array(trace), False
 
 def _lda_start(n, K, eta, init, rng):
     "Initial Dirichlet parameters of q(beta), shape (K, V): near-uniform random topics, or k-means clusters of the documents mixed half and half with them."
@@ -282,7 +289,7 @@ def lda_vb(counts,             # word counts n_dv, shape (D, V)
            n_topics:int,       # number of topics K
            alpha:float=0.1,    # symmetric Dirichlet concentration of the topic proportions
            eta:float=0.1,      # symmetric Dirichlet concentration of the topics
-           n_iter:int=200,     # maximum number of CAVI sweeps of each start
+           n_iter:int=1000,    # maximum number of CAVI sweeps of each start (a `core.ConvergenceWarning` if the start kept reaches it)
            tol:float=1e-9,     # stop a start when a sweep raises the ELBO by less than tol * |ELBO|
            n_init:int=1,       # independent starts; the one with the highest final ELBO is returned
            init:str="kmeans",  # start of q(beta): "kmeans" (k-means++ clusters of the documents' word frequencies, half mixed with random topics) or "random" (near-uniform random topics)
@@ -300,15 +307,22 @@ def lda_vb(counts,             # word counts n_dv, shape (D, V)
     n, gamma0, _ = _check_lda(counts, np.ones((D, K)), np.ones((K, V)))
     gamma0 = np.full((D, K), alpha + np.sum(n) / (D * K))
     rng = as_rng(rng)
-    best, finals = None, []
+    best, finals, sweeps, conv = None, [], [], []
     for j in range(n_init):    # the starts are drawn one after another from rng: start 1 is the n_init = 1 fit
         fit = _lda_cavi(n, alpha, eta, gamma0, _lda_start(n, K, eta, init, rng), n_iter, tol, progress,
                         "LDA CAVI" if n_init == 1 else f"LDA CAVI, start {j + 1}/{n_init}")
-        finals.append(fit[3][-1])
+        finals.append(fit[3][-1]); sweeps.append(len(fit[3]) - 1); conv.append(fit[4])
         if best is None or finals[-1] > best[3][-1]:
             best = fit
-    gamma, lam, phi, trace = best
-    return LDAResult(gamma, lam, phi, lam / lam.sum(1, keepdims=True), trace, np.array(finals))
+    gamma, lam, phi, trace, ok = best
+    if not ok:                 # a silent stop at n_iter would pass an unconverged fit off as an optimum
+        gain = trace[-1] - trace[-2]
+        warnings.warn(f"lda_vb: the start kept ({int(np.argmax(finals)) + 1} of {n_init}) did not converge in n_iter = "
+                      f"{n_iter} CAVI sweeps: its last sweep raised the ELBO by {gain:.3g} nats, more than tol * |ELBO| = "
+                      f"{tol * abs(trace[-1]):.3g}; {n_init - sum(conv)} of {n_init} starts stopped at n_iter, so the "
+                      f"ELBOs that rank them are not final. Raise n_iter (or tol).", ConvergenceWarning, stacklevel=2)
+    return LDAResult(gamma, lam, phi, lam / lam.sum(1, keepdims=True), trace, np.array(finals), np.array(sweeps),
+                     np.array(conv))
 
 # %% ../nbs/01d_vi_conjugate.ipynb #fda7f45e
 def _log_dirichlet_draws(rng, a, S):
@@ -360,7 +374,7 @@ def fig_lda_topics(rng=0,     # random generator or seed of the initial q(beta);
                    n_init:int=2, # starts of CAVI; the best ELBO is shown
                    fit=None,     # an `LDAResult` on the chapter's corpus to draw (None: fitted here from rng, n_init)
                   ):
-    "True topics of the synthetic corpus, the topics recovered by mean-field LDA (matched by the Hungarian algorithm), and the ELBO trace."
+    "True topics of the synthetic corpus, the topics recovered by mean-field LDA (matched by the Hungarian algorithm), and how far the ELBO is below its final value at every sweep (log scale)."
     c = _lda_example()
     res = lda_vb(c.counts, 4, alpha=0.3, eta=0.1, n_init=n_init, rng=rng) if fit is None else fit
     perm = match_topics(res.topics, c.topics)
@@ -373,8 +387,10 @@ def fig_lda_topics(rng=0,     # random generator or seed of the initial q(beta);
         ax.set(xlabel="word $v$", ylabel="topic $k$", title=title, yticks=range(len(B)))
         ax.grid(False)
     fig.colorbar(im, ax=[a0, a1], shrink=0.8)
-    a2.plot(np.arange(len(res.elbo)), res.elbo, color=COLORS[0])
-    a2.set(xlabel="CAVI sweep", ylabel="ELBO (nats)", title="ELBO never decreases", ylim=(res.elbo[3], res.elbo[-1] + 0.02 * abs(res.elbo[3] - res.elbo[-1])))
+    below = res.elbo[-1] - res.elbo[:-1]                               # > 0: the ELBO never decreases
+    keep = below > 0
+    a2.semilogy(np.arange(len(below))[keep], below[keep], color=COLORS[0])
+    a2.set(xlabel="CAVI sweep", ylabel="final ELBO - ELBO (nats)", title="ELBO below its final value (every sweep)")
     return fig
 
 # %% ../nbs/01d_vi_conjugate.ipynb #5ab15508
