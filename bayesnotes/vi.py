@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, NamedTuple
 
+import warnings
+
 import numpy as np
 from scipy import integrate, linalg, optimize, special, stats
 from scipy.cluster.vq import kmeans2
@@ -17,8 +19,8 @@ from autograd.extend import primitive, defvjp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .utils import as_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, track
-from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam)
+from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, track
+from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam, ConvergenceWarning)
 from .targets import Target, as_target, correlated_gaussian, logistic_regression
 from .datasets import load_old_faithful, load_breast_cancer, ising_test_image
 from .plotting import COLORS, new_figure, regenerate_figures
@@ -297,7 +299,7 @@ def elbo(logp,                 # log joint density: an autograd-differentiable f
 
 # %% ../nbs/01_vi.ipynb #378716f7
 def _gaussian_mean_model(N=10, sigma=1.0, tau=2.0, theta=1.0, seed=0):
-    "Data, batched Target, exact posterior (mean, var) and log evidence of x_n ~ N(theta, sigma^2), theta ~ N(0, tau^2)."
+    "Data, batched Target, exact posterior (mean, var) and log evidence of x_n ~ N(theta, sigma^2), theta ~ N(0, tau^2) (tau: the text's prior sd s_0)."
     x = theta + sigma * as_rng(seed).standard_normal(N)
     def logp(z):
         th = z[..., 0]
@@ -759,6 +761,7 @@ class VBGMMResult(NamedTuple):
     nu: np.ndarray           # Wishart degrees of freedom nu_k, shape (K,)
     W: np.ndarray            # Wishart scale matrices W_k, shape (K, D, D)
     elbo: np.ndarray         # ELBO after every M step (monotone); the last entry is at the final q(theta)
+    converged: bool = False  # True if the ELBO rise fell below tol before n_iter iterations (False if built elsewhere)
 
 def _ln_wishart_B(W, nu):
     "log of the Wishart normaliser B(W, nu) (Bishop eq. B.79), vectorised over leading axes."
@@ -823,8 +826,8 @@ def cavi_gmm(X,                  # data, shape (N, D)
              m0=None,            # prior mean of the means, shape (D,); default the data mean
              W0=None,            # Wishart scale (D, D); default diag(1 / var(X))
              nu0=None,           # Wishart degrees of freedom (> D - 1); default D
-             n_iter:int=200,     # maximum number of VBEM iterations
-             tol:float=1e-10,    # stop when the ELBO rises by less than tol * |ELBO|
+             n_iter:int=200,     # maximum number of VBEM iterations (ending here with tol > 0 and n_iter >= 2 warns)
+             tol:float=1e-10,    # stop when the ELBO rises by less than tol * |ELBO|; 0: run n_iter iterations, no warning
              rng=None,           # random generator or seed (SPEC 7) (k-means++ initialisation)
              resp=None,          # optional initial responsibilities (N, K) instead of k-means
             ) -> VBGMMResult:
@@ -850,16 +853,21 @@ def cavi_gmm(X,                  # data, shape (N, D)
         if np.any(r < 0) or not np.allclose(r.sum(1), 1):
             raise ValueError("resp rows must be probabilities summing to one")
     W0inv = np.linalg.inv(W0)
-    trace = []
+    trace, converged = [], False
     for _ in range(n_iter):
         p = _gmm_mstep(X, r, alpha0, beta0, m0, W0inv, nu0)
         trace.append(_gmm_elbo(r, p, alpha0, beta0, m0, W0, W0inv, nu0))
         r = _gmm_estep(X, p)                          # the returned resp are optimal for the returned q(theta)
         if len(trace) > 1 and trace[-1] - trace[-2] < tol * abs(trace[-1]):
+            converged = True
             break
+    if not converged and tol > 0 and n_iter > 1:      # n_iter = 1 is a deliberate single M step (an initialisation)
+        warnings.warn(f"cavi_gmm reached n_iter={n_iter} iterations before the ELBO rise fell below tol * |ELBO| "
+                      f"(tol={tol:g}; the last rise was {trace[-1] - trace[-2]:.3g} nats): raise n_iter, or pass tol=0 "
+                      "to run exactly n_iter iterations", ConvergenceWarning, stacklevel=2)
     cov = np.linalg.inv(p["nu"][:, None, None] * p["W"])
     return VBGMMResult(r, p["alpha"], p["alpha"] / p["alpha"].sum(), p["m"], cov, p["beta"], p["nu"], p["W"],
-                       np.array(trace))
+                       np.array(trace), converged)
 
 # %% ../nbs/01_vi.ipynb #6f0a3cf9
 def _faithful_std():
@@ -881,7 +889,7 @@ def fig_vbem_faithful(K:int=6,          # components
     kw = dict(K=K, alpha0=alpha0, m0=np.zeros(2), W0=np.eye(2), nu0=2, beta0=1.0, rng=rng)
     final = cavi_gmm(X, **kw)
     first = cavi_gmm(X, **kw, n_iter=1)
-    stages = [(1, first), (15, cavi_gmm(X, **kw, n_iter=15)), (len(final.elbo), final)]
+    stages = [(1, first), (15, cavi_gmm(X, **kw, n_iter=15, tol=0)), (len(final.elbo), final)]
     fig, axes = new_figure(1, 5, width=17, height=3.3)
     for ax, (it, res) in zip(axes, stages):
         ax.plot(X[:, 0], X[:, 1], ".", ms=3, color="grey", alpha=0.6)
@@ -1296,7 +1304,7 @@ def _ng_advi_fit(rng=1):
     res = advi(tz, family="meanfield", rng=rng)
     return tz, res, normal_gamma_log_evidence(x, **prior)
 
-def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the stopping rule usually ends them earlier)
+def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the correlated-Gaussian fits usually run to this cap)
              rng=0,       # random generator or seed (SPEC 7) (correlated-Gaussian fits)
             ):
     "ADVI: full-rank vs mean-field on a correlated Gaussian; constrained Normal-Gamma fit vs exact; ELBO traces."
@@ -1345,16 +1353,21 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
         batch_size:int=32,     # minibatch size M (without replacement)
         family="meanfield",    # "meanfield", "fullrank" or a family instance (starting point)
         n_iter:int=2000,       # Adam steps
-        lr=0.05,               # step size, or a function lr(step) (e.g. Robbins-Monro decay)
+        lr=0.05,               # base Adam step size (decayed, see `decay`), or a function lr(step) used as given
         n_mc:int=10,      # Monte Carlo draws of z per step
         rng=None,              # random generator or seed (SPEC 7) (draws and minibatches)
         patience:int=None,     # optional moving-average stopping rule, as in `advi`
         window:int=20,         # moving-average window
-        average:float=0.,      # Polyak averaging over the last fraction of the iterates, as in `advi`
+        average:float=0.5,     # return the mean of the last `average` fraction of the iterates (Polyak-Ruppert), as in `advi`; 0: last iterate
         callback:Callable=None, # called as callback(step, q) after every step
         progress:bool=False,   # show a progress bar
+        decay:float=0.6,       # a numeric lr decays as lr / (1 + t/100)^decay, as in `advi`; 0 keeps it constant
+        tol_rel_obj:float=None, # Stan's relative-ELBO rule of `advi`, on the full-data ELBO (a pass over the data per check); None: off
+        eval_elbo:int=100,     # steps between the ELBO evaluations of the `tol_rel_obj` rule
+        n_mc_elbo:int=100,     # draws per ELBO evaluation of the `tol_rel_obj` rule
+        n_window:int=None,     # relative changes averaged by the rule; default max(2, 0.1 n_iter / eval_elbo) as in Stan
        ) -> VIResult:
-    "Stochastic VI: reparameterised ELBO gradients with minibatches, N/M scaling applied to the likelihood only."
+    "Stochastic VI: reparameterised minibatch ELBO gradients (N/M on the likelihood only), with `advi`'s step decay, averaging and optional stopping rule."
     if not (callable(log_prior) and callable(log_lik)):
         raise ValueError("log_prior and log_lik must be callables")
     N, dim = check_count("n_data", n_data, 1), check_count("dim", dim)
@@ -1374,7 +1387,21 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
             raise ValueError(f"log_prior or log_lik is not finite at draws from q (step {it})")
         g = qc.path_grad(eps, Gz).mean(0) + qc.entropy_grad()
         return g, float(tot / S + qc.entropy())
-    return _sgd_loop(step, q, n_iter, lr, patience, window, progress, "svi", average, callback)
+    eps_check = rng.standard_normal((check_count("n_mc_elbo", n_mc_elbo, 2), dim)) if tol_rel_obj is not None else None
+    everyone = np.arange(N)
+    def elbo_fn(qc):              # full-data ELBO for the stopping rule, with the same base draws at every check
+        Z = np.asarray(qc.transform(eps_check), float)
+        v = np.asarray(log_prior(Z), float) + np.asarray(log_lik(Z, everyone), float) - np.asarray(qc.log_prob(Z), float)
+        if not np.all(np.isfinite(v)):
+            raise ValueError("log_prior or log_lik is not finite at the stopping rule's draws from q")
+        return float(np.mean(v))
+    res = _sgd_loop(step, q, n_iter, lr, patience, window, progress, "svi", average, callback,
+                    decay, tol_rel_obj, eval_elbo, n_window, elbo_fn)
+    if not res.converged and (patience is not None or tol_rel_obj is not None):    # a requested rule did not fire
+        rule = f"tol_rel_obj={tol_rel_obj:g}" if tol_rel_obj is not None else f"patience={patience}"
+        warnings.warn(f"svi ran n_iter={n_iter} steps without its stopping rule ({rule}) firing: raise n_iter, "
+                      "or check the fit against a longer run", ConvergenceWarning, stacklevel=2)
+    return res
 
 # %% ../nbs/01_vi.ipynb #52138b74
 def _bc_parts(prior_scale=1.0):
@@ -1387,6 +1414,24 @@ def _bc_parts(prior_scale=1.0):
         eta = anp.dot(Z, X[idx].T)
         return anp.sum(y[idx] * eta - anp.logaddexp(0., eta), axis=-1)
     return X, y, logistic_regression(X, y, prior_scale), log_prior, log_lik
+
+@lru_cache(maxsize=None)
+def _bc_meanfield_optimum(prior_scale=1.0, n_nodes=100):
+    "Exact optimum (m, s) of the mean-field Gaussian ELBO of `_bc_parts` (Gauss-Hermite along each activation, L-BFGS), max |gradient|."
+    X, y = load_breast_cancer()
+    d, X2 = X.shape[1], X**2
+    t, w = np.polynomial.hermite.hermgauss(n_nodes)
+    w = w / np.sqrt(np.pi)                                  # E f(a), a ~ N(mu, v): sum_k w_k f(mu + sqrt(2 v) t_k)
+    def neg_elbo(p):                                        # up to a constant
+        m, ls = p[:d], p[d:]
+        s2 = anp.exp(2 * ls)
+        a = anp.dot(X, m)[:, None] + np.sqrt(2) * anp.sqrt(anp.dot(X2, s2))[:, None] * t
+        ll = anp.sum(anp.dot(y[:, None] * a - anp.logaddexp(0., a), w))
+        return -(ll - 0.5 * anp.sum(m**2 + s2) / prior_scale**2 + anp.sum(ls))
+    grad = autograd.grad(neg_elbo)
+    res = optimize.minimize(neg_elbo, np.zeros(2 * d), jac=grad, method="L-BFGS-B",
+                            options=dict(ftol=0, gtol=1e-9, maxiter=20000))
+    return res.x[:d], np.exp(res.x[d:]), float(np.abs(grad(res.x)).max())
 
 @cache_seeded(maxsize=2)
 def _svi_fits(n_iter=1500, rng=0):
@@ -1402,16 +1447,17 @@ def _svi_fits(n_iter=1500, rng=0):
 def fig_svi(n_iter:int=1500, # Adam steps per fit
             rng=0,      # random generator or seed (SPEC 7)
            ):
-    "SVI on breast-cancer logistic regression: correct N/M scaling vs scaling the prior too, against full-batch ADVI."
+    "SVI on breast-cancer logistic regression: correct N/M scaling vs scaling the prior too, against the exact mean-field optimum."
     full, good, bad = _svi_fits(n_iter, rng)
+    m_opt, s_opt, _ = _bc_meanfield_optimum()
     fig, axes = new_figure(1, 3, width=14, height=3.9)
-    for ax, attr, lab in ((axes[0], lambda q: q.mean, "posterior mean"), (axes[1], lambda q: q.scale, "posterior sd")):
-        ref = np.asarray(attr(full.q))
+    for ax, attr, ref, lab in ((axes[0], lambda q: q.mean, m_opt, "posterior mean"), (axes[1], lambda q: q.scale, s_opt, "posterior sd")):
         lim = (ref.min() - 0.1 * np.ptp(ref), ref.max() + 0.1 * np.ptp(ref))
         ax.plot(lim, lim, "k:", lw=1)
+        ax.plot(ref, attr(full.q), "x", ms=4, color="grey", label="full-batch ADVI")
         ax.plot(ref, attr(good.q), "o", ms=4, color=COLORS[0], label="SVI, N/M on likelihood")
         ax.plot(ref, attr(bad.q), "s", ms=4, color=COLORS[1], mfc="none", label="SVI, N/M on prior too")
-        ax.set(xlabel=f"full-batch ADVI {lab}", ylabel=f"SVI {lab}", title=lab)
+        ax.set(xlabel=f"exact mean-field optimum: {lab}", ylabel=f"fitted {lab}", title=lab)
         ax.legend(frameon=False, fontsize=8)
     ax = axes[2]
     k = 50
@@ -1562,7 +1608,7 @@ def _sigmoid_gauss(mu, var, n_nodes=200):
 def logistic_predictive(mean,            # posterior mean of the weights, shape (d,)
                         cov,             # posterior covariance, shape (d, d)
                         X,               # features, shape (n, d) (or (d,) for one point)
-                        method:str="probit", # "probit" (closed form), "mc" (Monte Carlo) or "quad" (Gauss-Hermite)
+                        method:str="probit", # "probit" (closed form), "mc" (Monte Carlo) or "quad" (Gauss-Hermite in a if var <= 1, else Gauss-Legendre in a logistic variable)
                         n_mc:int=4000,  # draws for method="mc"
                         rng=None,            # random generator or seed (SPEC 7) (method="mc" only)
                        ) -> np.ndarray:
@@ -1679,7 +1725,7 @@ def grid_posterior(target,                # batched 2-d `Target` (log joint)
     return GridPosterior(w1, w2, lp, mean, cov, float(logZ), float(gaps.min()))
 
 @cache_seeded(maxsize=4)
-def _logistic_fits(data_rng=1):
+def _logistic_fits(data_rng=1, rng=0):
     "Data, target, grid reference, Laplace and full-rank VI for the separable example (cached: several figures use it)."
     X, y = logistic_example(rng=data_rng)
     t = logistic_regression(X, y, prior_scale=10.0)                        # s0^2 = 100
@@ -1687,14 +1733,15 @@ def _logistic_fits(data_rng=1):
     lap = laplace(t, np.zeros(2))
     q0 = FullRankGaussian.from_moments(lap.mode, lap.cov)                    # start VI at the Laplace fit
     vi = advi(t, family=q0, n_iter=1500, lr=lambda s: 0.1 / (1 + s / 300) ** 0.7, n_mc=100,
-              average=0.5, tol_rel_obj=None, rng=0).q                  # Polyak average of the 2nd half
+              average=0.5, tol_rel_obj=None, rng=rng).q                  # Polyak average of the 2nd half
     return X, y, t, ref, lap, vi
 
 # %% ../nbs/01_vi.ipynb #3600c689
 def fig_logistic_posterior(data_rng=1, # random generator or seed of the data (1: the book's example)
+                           rng=0,      # random seed of the VI fit (SPEC 7)
                           ):
     "Separable 2-d logistic regression: data, log-likelihood, log posterior, Laplace and Gaussian VI vs the grid reference."
-    X, y, t, ref, lap, vi = _logistic_fits(data_rng)
+    X, y, t, ref, lap, vi = _logistic_fits(data_rng, rng)
     W1, W2 = np.meshgrid(ref.w1, ref.w2)
     P = np.stack([W1, W2], -1)
     eta = P @ X.T
@@ -1730,8 +1777,8 @@ def fig_logistic_posterior(data_rng=1, # random generator or seed of the data (1
 
 # %% ../nbs/01_vi.ipynb #2de898fa
 @cache_seeded(maxsize=4)
-def _predictive_grid(data_rng=1, n=60):
-    X, y, t, ref, lap, vi = _logistic_fits(data_rng)
+def _predictive_grid(data_rng=1, n=60, rng=0):
+    X, y, t, ref, lap, vi = _logistic_fits(data_rng, rng)
     g = np.linspace(-6, 6, n)
     G1, G2 = np.meshgrid(g, g)
     Xg = np.c_[G1.ravel(), G2.ravel()]
@@ -1740,16 +1787,17 @@ def _predictive_grid(data_rng=1, n=60):
     keep = pw > 1e-10                      # grid cells carrying any weight (the rest add < 1e-10 relative)
     Wref, pw = Wref[keep], pw[keep] / pw.sum()
     preds = {"plug-in MAP": special.expit(Xg @ lap.mode),
-             "Laplace, Monte Carlo": logistic_predictive(lap.mode, lap.cov, Xg, "mc", n_mc=2000, rng=0),
+             "Laplace, Monte Carlo": logistic_predictive(lap.mode, lap.cov, Xg, "mc", n_mc=2000, rng=spawn_rng(rng, 1)),
              "Laplace, probit": logistic_predictive(lap.mode, lap.cov, Xg, "probit"),
              "full-rank VI, probit": logistic_predictive(vi.mean, vi.cov, Xg, "probit"),
              "reference (grid)": special.expit(Xg @ Wref.T) @ pw}
     return X, y, G1, G2, {k: v.reshape(n, n) for k, v in preds.items()}
 
 def fig_logistic_predictive(data_rng=1, # random generator or seed of the data (1: the book's example)
+                            rng=0,      # random seed of the VI fit and the Monte Carlo draws (SPEC 7)
                            ):
     "Predictive P(y=1|x): plug-in MAP, Laplace by Monte Carlo and probit, VI, and the grid reference posterior."
-    X, y, G1, G2, preds = _predictive_grid(data_rng)
+    X, y, G1, G2, preds = _predictive_grid(data_rng, rng=rng)
     fig, axes = new_figure(1, 5, width=18, height=3.7)
     for ax, (name, p) in zip(axes, preds.items()):
         cs = ax.contourf(G1, G2, p, levels=np.linspace(0, 1, 11), cmap="RdBu_r")
