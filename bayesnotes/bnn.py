@@ -30,16 +30,16 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'VADAM
            'gaussian_nll', 'predictive_log_likelihood', 'calibration', 'calibration_error', 'RegressionFit', 'MAPFit',
            'fit_map', 'toy_model', 'kl_diag_gauss', 'kl_weights', 'BBBFit', 'bayes_by_backprop', 'bbb_gradient_draws',
            'fig_local_reparam', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows',
-           'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'fig_laplace_kfac',
-           'vadam', 'vadam_magnitude_sd', 'trace_late_gain', 'vadam_convergence', 'vadam_problems', 'VadamVariance',
-           'vadam_variance_ratios', 'fig_vadam_variance', 'SWAGFit', 'swag', 'linear_sgd_stationary',
-           'fig_swag_step_size', 'ToyComparison', 'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table',
-           'fig_calibration', 'SamplesFit', 'regression_target', 'nuts_regression', 'nuts_distances',
-           'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference', 'reference_diagnostics',
-           'save_nuts_reference', 'tempered_regression_model', 'psgld_regression', 'TemperatureCurve',
-           'cold_posterior_curve', 'fig_cold_posterior', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult',
-           'regression_benchmark', 'cinelli_methods', 'save_benchmark', 'stored_benchmark', 'fig_benchmark',
-           'explore_uncertainty']
+           'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'LaplaceVariants',
+           'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd', 'trace_late_gain',
+           'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios', 'fig_vadam_variance',
+           'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison', 'toy_comparison',
+           'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target',
+           'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference',
+           'reference_diagnostics', 'save_nuts_reference', 'changed_sources', 'tempered_regression_model',
+           'psgld_regression', 'TemperatureCurve', 'cold_posterior_curve', 'fig_cold_posterior', 'load_diabetes_data',
+           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'cinelli_methods', 'save_benchmark',
+           'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -463,8 +463,9 @@ def kl_weights(M:int,              # number of minibatches per epoch
     M = check_count("M", M)
     if scheme == "uniform": return np.full(int(M), 1. / M)
     if scheme == "blundell":
+        # 2^(M-j) / (2^M - 1) = 2^(-j) / (1 - 2^(-M)): no overflow for any M (2^M itself overflows from M = 1024 on)
         j = np.arange(1, int(M) + 1)
-        return np.exp((M - j) * np.log(2.) - np.log(np.expm1(M * np.log(2.))))
+        return np.ldexp(1., -j) / -np.expm1(-int(M) * np.log(2.))
     raise ValueError(f"scheme must be 'uniform' or 'blundell', got {scheme!r}")
 
 def _lrt_apply(mu, sig, X, sizes, activation, eps):
@@ -845,24 +846,42 @@ def laplace_kfac(X,                # training inputs (N, d)
                           noise_std=fit.noise_std, trace=fit.trace, method="Laplace (KFAC)")
 
 # %% ../nbs/07_bnn.ipynb #1fa010c1
+class LaplaceVariants(NamedTuple):
+    "Predictive sd of f under three Laplace approximations around one MAP fit of the toy network."
+    x: np.ndarray   # inputs where the sds are computed (G,)
+    X: np.ndarray   # training inputs (N, 1)
+    sd: dict        # "last layer", "KFAC", "full GGN" -> sd of f(x), shape (G,)
+    fit: MAPFit     # the MAP fit they expand around
+
+def laplace_variant_sds(n_train:int=20, # toy training points
+                        rng=0,          # random generator or seed of the MAP fit (SPEC 7)
+                        data_rng=0,     # random generator or seed of the toy data
+                        x=None,         # inputs (G,); default 241 points on [-3, 3]
+                       ) -> LaplaceVariants:
+    "Predictive sd of f under the last-layer, KFAC and full-GGN Laplace approximations around one `TOY_TRAIN` MAP fit."
+    X, y = toy_regression_data(check_count("n_train", n_train), data_rng)
+    fit = fit_map(X, y, rng=rng, **TOY_MODEL, **TOY_TRAIN)
+    x = np.linspace(-3, 3, 241) if x is None else np.asarray(x, float).ravel()
+    sd = {name: np.sqrt(lap.predict(x[:, None], 2, rng=0).std ** 2 - fit.noise_std ** 2)
+          for name, lap in (("last layer", laplace_last_layer(X, y, fit=fit)), ("KFAC", laplace_kfac(X, y, fit=fit)),
+                            ("full GGN", laplace_ggn(X, y, fit=fit)))}
+    return LaplaceVariants(x, X, sd, fit)
+
 def fig_laplace_kfac(n_train:int=20, # toy training points
                      rng=0,          # random generator or seed of the MAP fit (SPEC 7)
                      data_rng=0,     # random generator or seed of the toy data
+                     variants:LaplaceVariants=None, # output of `laplace_variant_sds`; None: computed from the arguments above
                     ):
     "Predictive sd of f under the last-layer, KFAC and full-GGN Laplace approximations around one MAP fit of the toy network."
-    X, y = toy_regression_data(check_count("n_train", n_train), data_rng)
-    fit = fit_map(X, y, rng=rng, **TOY_MODEL, **TOY_TRAIN)
-    x = np.linspace(-3, 3, 241)
+    v = laplace_variant_sds(n_train, rng, data_rng) if variants is None else variants
     fig, ax = new_figure(width=6.5, height=3.8)
-    for c, (name, lap) in zip(COLORS, (("last layer", laplace_last_layer(X, y, fit=fit)),
-                                       ("KFAC", laplace_kfac(X, y, fit=fit)),
-                                       ("full GGN", laplace_ggn(X, y, fit=fit)))):
-        sd = lap.predict(x[:, None], 2, rng=0).std
-        ax.plot(x, np.sqrt(sd ** 2 - fit.noise_std ** 2), color=c, lw=1.8, label=name)
-    ax.plot(X[:, 0], np.zeros(len(X)), "|", color="k", ms=12, label="training inputs")
-    ax.set(xlabel="$x$", ylabel="predictive sd of $f(x)$", title=f"Laplace variants, toy network, {n_train} points")
+    for c, (name, sd) in zip(COLORS, v.sd.items()):
+        ax.plot(v.x, sd, color=c, lw=1.8, label=name)
+    ax.plot(v.X[:, 0], np.zeros(len(v.X)), "|", color="k", ms=12, label="training inputs")
+    ax.set(xlabel="$x$", ylabel="predictive sd of $f(x)$", title=f"Laplace variants, toy network, {len(v.X)} points")
     ax.legend(frameon=False, fontsize=8)
     return fig
+
 
 # %% ../nbs/07_bnn.ipynb #5e3386c8
 @shares_parameters(fit_map, _SHARED)
@@ -1378,7 +1397,7 @@ def fig_nuts_reference(rng=0,         # random generator or seed of the fits (`t
 
 # %% ../nbs/07_bnn.ipynb #998b1a1a
 # The stored NUTS reference of the toy comparison (10 hidden units, the 20-point data set of seed 0). Generated by
-# `python tools/make_references.py bnn_toy_nuts` (about 15 minutes of one core) and shipped in bayesnotes/data.
+# `python tools/make_references.py bnn_toy_nuts` (about 17 minutes of one core) and shipped in bayesnotes/data.
 BNN_REFERENCE_RUN = dict(n_chains=16, n_warmup=1000, n_draws=2000, max_depth=10)
 BNN_REFERENCE_THIN = 8          # every 8th draw is stored: 16 x 250 draws, about 0.5 MB
 BNN_REFERENCE_SEED = 20261124
@@ -1403,7 +1422,7 @@ def _toy_reference_problem():
     X, y = toy_regression_data(20, 0)
     return X, y, toy_model((10,))
 
-def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (about 15 min of CPU) instead of loading
+def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (about 17 min of CPU) instead of loading
                    progress:bool=False,  # progress bar when recomputing
                   ) -> SamplesFit:
     "The NUTS reference posterior of the 10-unit toy network on 20 points: the stored draws, or a fresh run (thinned alike)."
@@ -1456,6 +1475,19 @@ def save_nuts_reference(fit:SamplesFit, # a reference run (`nuts_reference(recom
                         accept_prob=np.asarray(run.stats.accept_prob, np.float32),
                         step_size=np.asarray(run.step_size, float), inv_mass=np.asarray(run.inv_mass, float),
                         provenance=np.array(json.dumps(provenance, sort_keys=True)))
+
+def changed_sources(provenance:dict, # provenance of a stored file (`nuts_reference().result.provenance`, `stored_benchmark()[1]`)
+                   ) -> dict:
+    """Library modules whose source differs from the one the stored file was made with: name -> (recorded, current)
+    sha256, first 16 hex digits of the installed `bayesnotes/<name>.py` (as `tools/make_references.py` records them)."""
+    import hashlib
+    from importlib import resources
+    out = {}
+    for name, recorded in sorted(provenance.get("sources sha256", {}).items()):
+        current = hashlib.sha256(resources.files("bayesnotes").joinpath(f"{name}.py").read_bytes()).hexdigest()[:16]
+        if current != recorded: out[name] = (recorded, current)
+    return out
+
 
 # %% ../nbs/07_bnn.ipynb #64b89689
 @shares_parameters(regression_target, ("X", "y", "sizes", "activation", "prior_std", "noise_std"))
