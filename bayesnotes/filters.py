@@ -32,6 +32,9 @@ def _noise_covs(ssm):
     if not isinstance(ssm, GaussianSSM):
         raise ValueError(f"ssm must be a GaussianSSM (x_t = f(x_(t-1)) + N(0, Q), y_t = h(x_t) + N(0, R)), "
                          f"got {type(ssm).__name__}")
+    if getattr(ssm, "_LP0", None) is None:      # e.g. a StationaryAR1 with one rho per particle row
+        raise ValueError(f"ssm has no single initial covariance P0 ({type(ssm).__name__} with row-wise parameters): "
+                         "a Gaussian filter needs one law of x_0")
     return tuple(L @ L.T for L in (ssm._LQ, ssm._LR, ssm._LP0))
 
 def _condition(m, P, yhat, S, Cxy, yt):
@@ -237,9 +240,11 @@ def pendulum_filters(T:int=100,   # number of time steps
 
 def fig_pendulum(T:int=100,   # number of time steps
                  N:int=5000,  # particles of the reference particle filters
-                 rng=0):      # random seed
+                 rng=0,       # random seed
+                 res=None):   # output of `pendulum_filters` (None: compute it with T, N and rng)
     "Pendulum angle: EKF, UKF and particle filter on clean data and with 40% uniform outliers (the filters assume Gaussian noise, the PF the true mixture)."
-    res = pendulum_filters(T, N, rng)
+    res = pendulum_filters(T, N, rng) if res is None else res
+    T = len(res["clean"]["x"])
     fig, axes = new_figure(2, 1, width=10, height=6.4, sharex=True)
     tt = np.arange(T) * 0.05
     for ax, (name, r) in zip(axes, res.items()):
@@ -249,7 +254,7 @@ def fig_pendulum(T:int=100,   # number of time steps
         for c, (k, m) in zip((COLORS[0], COLORS[2], COLORS[1]), r["means"].items()):
             ax.plot(tt, m[:, 0], color=c, lw=1.2, ls="--" if k != "PF" else "-",
                     label=f"{k if k != 'PF' else ('robust PF' if name == 'outliers' else 'bootstrap PF')}: RMSE {r['rmse'][k]:.2f}")
-        ax.set_ylim(-4, 4); ax.set_ylabel("angle (rad)")
+        ax.set_ylabel("angle (rad)")                 # no fixed limits: the Euler pendulum can turn over the top
         ax.set_title({"clean": "Gaussian observation noise", "outliers": "40% of the observations replaced by U(-2, 2)"}[name])
         ax.legend(fontsize=8, ncol=3, loc="lower left")
     axes[1].set_xlabel("time (s)")
@@ -374,9 +379,11 @@ def guided_comparison(T:int=100,       # number of time steps
                       n_rep:int=20,    # independent runs per filter
                       r:float=0.005,   # observation noise standard deviation (small: a precise sensor)
                       rng=0,           # random seed of the filters
-                      data_rng=0):     # random seed of the simulated data
+                      data_rng=0,      # random seed of the simulated data
+                      n_rep_boot:int=None): # runs of the (cheap) bootstrap filter; None: n_rep
     "log Z_hat of repeated bootstrap, EKF-guided and UKF-guided filters on pendulum data, their ESS of one run and the time per run."
     T, N, n_rep = check_count("T", T), check_count("N", N), check_count("n_rep", n_rep, 2)
+    n_rep_boot = n_rep if n_rep_boot is None else check_count("n_rep_boot", n_rep_boot, 2)
     ssm = pendulum_ssm(r=r)
     _, y = ssm.simulate(T, rng=data_rng)
     gen = as_rng(rng)
@@ -385,18 +392,20 @@ def guided_comparison(T:int=100,       # number of time steps
     out = {}
     for name, fk in models.items():
         t0 = time.perf_counter()
-        runs = [smc(fk, N, gen) for _ in range(n_rep)]
+        n = n_rep_boot if name == "bootstrap" else n_rep
+        runs = [smc(fk, N, gen) for _ in range(n)]
         out[name] = {"log_evidence": np.array([q.log_evidence for q in runs]), "ess": runs[0].ess,
-                     "seconds": (time.perf_counter() - t0) / n_rep}
+                     "seconds": (time.perf_counter() - t0) / n}
     return out
 
 def fig_guided_pendulum(T:int=100,     # number of time steps
                         N:int=100,     # particles of every filter
                         n_rep:int=20,  # independent runs per filter
                         r:float=0.005, # observation noise standard deviation
-                        rng=0):        # random seed
+                        rng=0,         # random seed
+                        res=None):     # output of `guided_comparison` (None: compute it with the settings above)
     "ESS over time and spread of log Z_hat at equal N: bootstrap vs EKF- and UKF-guided filters on the pendulum with a precise sensor."
-    res = guided_comparison(T, N, n_rep, r, rng)
+    res = guided_comparison(T, N, n_rep, r, rng) if res is None else res
     fig, axes = new_figure(1, 2, width=11, height=3.6, gridspec_kw={"width_ratios": [2, 1]})
     for i, (name, q) in enumerate(res.items()):
         axes[0].plot(q["ess"] / N, color=COLORS[i], lw=1, label=f"{name}: mean ESS/N {q['ess'].mean() / N:.2f}")
@@ -619,9 +628,11 @@ def rbpf_comparison(T:int=14,      # number of time steps (the exact filter enum
 def fig_rbpf(T:int=14,      # number of time steps
              N:int=100,     # particles of the RBPF
              n_rep:int=30,  # independent runs per filter
-             rng=0):        # random seed
+             rng=0,         # random seed
+             res=None):     # output of `rbpf_comparison` (None: compute it with the settings above)
     "Switching AR(1) model: exact filter (enumeration) vs the RBPF and a bootstrap PF on (s, x) given equal time."
-    res = rbpf_comparison(T, N, n_rep, rng)
+    res = rbpf_comparison(T, N, n_rep, rng) if res is None else res
+    T, n_rep = len(res["y"]), len(res["RBPF"]["log_evidence"])
     ex = res["exact"]
     fig, axes = new_figure(1, 3, width=13, height=3.6)
     t = np.arange(T)
@@ -643,5 +654,5 @@ def fig_rbpf(T:int=14,      # number of time steps
         axes[2].plot(t[1:], rmse[1:], "o-", color=COLORS[i], ms=3, label=k)   # t = 0: both regimes share C, R
     axes[2].set_yscale("log"); axes[2].set_xlabel("t"); axes[2].legend(fontsize=8)
     axes[2].set_ylabel("RMSE of the filtered mean vs exact")
-    axes[2].set_title(f"{n_rep} runs each, equal time per run", fontsize=9)
+    axes[2].set_title(f"{n_rep} runs each, about equal time per run", fontsize=9)
     return fig

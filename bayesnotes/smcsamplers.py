@@ -339,7 +339,11 @@ class StationaryAR1(GaussianSSM):
             raise ValueError("rho must lie in (-1, 1) (a stationary AR(1))")
         self.rho, self.q, self.r = rho, float(check_positive("q", q)), float(check_positive("r", r))
         self.dim_x, self.dim_y, self.m0 = 1, 1, np.zeros(1)
-        self._factor_noise(q, r, q)
+        p0 = self.q / (1 - rho[:, 0] ** 2)              # the stationary variance of each row
+        single = np.all(p0 == p0[0])
+        self._factor_noise(q, r, p0[0] if single else q)
+        if not single:       # one rho per row has no single law of x_0: a Gaussian filter (ekf, ukf) must refuse it
+            self._LP0 = None
     def f(self, xp):
         "Transition mean rho x_{t-1} of every row."
         return self.rho * xp

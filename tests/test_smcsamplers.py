@@ -320,3 +320,19 @@ def test_smc2_bad_inputs():
         smc2(None, log_prior, prior_sample, y, 10)
     with pytest.raises(ValueError, match="n_mcmc"):
         smc2(ssm_of, log_prior, prior_sample, y, 10, n_mcmc=-1)
+
+
+def test_stationary_ar1_gaussian_filters_use_the_stationary_p0():
+    "ekf / ukf on StationaryAR1 give the exact Kalman log-evidence with the stationary P0 = q / (1 - rho^2)."
+    # catches the old StationaryAR1, which registered P0 = q with GaussianSSM while sample_initial drew from the
+    # stationary law: ekf/ukf then gave -51.9459 instead of the exact -51.9693 on the chapter's data (rho = 0.7)
+    from bayesnotes.filters import ekf, ukf
+    y, *_ = ar1_smc2_example()
+    for rho, q, r in ((0.7, 1.0, 0.5), (-0.4, 2.0, 0.3)):
+        exact = LinearGaussianSSM(A=rho, C=1.0, Q=q, R=r, P0=q / (1 - rho ** 2)).kalman_filter(y).log_evidence
+        for filt in (ekf, ukf):    # exact on a linear-Gaussian model: equal to rounding error
+            assert abs(filt(StationaryAR1(rho, q, r), y).log_evidence - exact) < 1e-9
+        L0 = StationaryAR1(np.full(5, rho), q, r)._LP0         # equal rows: the same single P0
+        assert np.isclose((L0 @ L0.T).item(), q / (1 - rho ** 2))
+    with pytest.raises(ValueError, match="P0"):      # one rho per row: no single law of x_0
+        ekf(StationaryAR1([0.5, 0.7]), y)
