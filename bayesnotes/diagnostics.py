@@ -50,6 +50,22 @@ def _warn_constant(mask, what):
         warnings.warn(f"{int(mask.sum())} quantity(ies) are constant over all draws; {what} is undefined "
                       "for them and returned as nan", RuntimeWarning, stacklevel=3)
 
+_MIN_ESS_DRAWS = 10   # split halves of at least 5 draws: Geyer's pair loop in `_tau_geyer` needs lags 2 and 3
+
+def _short_for_ess(a, what):
+    "True, with a RuntimeWarning, when the chains of a (chain, draw, k) are too short for an ESS (< 10 draws)."
+    if a.shape[1] >= _MIN_ESS_DRAWS:
+        return False
+    warnings.warn(f"{what} needs at least {_MIN_ESS_DRAWS} draws per chain to be an estimate (got {a.shape[1]}): the "
+                  "split chains are too short for Geyer's truncation, which then gives S log10(S) whatever the draws "
+                  "(ArviZ's value, returned as it does); run longer chains", RuntimeWarning, stacklevel=3)
+    return True
+
+def _tiny_scale(a):
+    "Mask (k,) of quantities ArviZ's rule treats as identical (max - min < 1e-15) although they are not exactly equal."
+    flat = a.reshape(-1, a.shape[-1])
+    return (np.ptp(flat, axis=0) < np.finfo(float).resolution) & ~np.all(flat == flat[:1], axis=0)
+
 # %% ../nbs/04b_diagnostics.ipynb #7d9c1383
 def _split(a):
     "Split each chain in two halves (dropping the middle draw when the length is odd): (2*chain, draw//2, k)."
@@ -134,8 +150,9 @@ def _ess(a):
     s = a.shape[0] * a.shape[1]
     rho = _rho_hat(a)
     out = np.empty(a.shape[-1])
-    # ArviZ's rule (arviz.stats.diagnostics._ess): input whose values are all identical has ESS = its size. The public
-    # functions overwrite this with nan for a constant *quantity*; it matters for a constant tail *indicator*
+    # ArviZ's rule (arviz.stats.diagnostics._ess): input whose values are all identical, max - min < 1e-15, has
+    # ESS = its size. The public functions overwrite this with nan for a constant *quantity*; it matters for a
+    # constant tail *indicator*. A quantity varying on a scale below 1e-15 also gets S: `ess_mean` warns about it
     same = np.ptp(a.reshape(-1, a.shape[-1]), axis=0) < np.finfo(float).resolution
     for j in range(a.shape[-1]):
         if same[j]:
@@ -152,6 +169,7 @@ def ess_bulk(x):   # draws (chain, draw) or (chain, draw, ...)
     a, shape = _as_chains(x)
     const = _constant(a)
     _warn_constant(const, "the bulk ESS")
+    _short_for_ess(a, "the bulk ESS")
     out = _ess(_rank_normalize(_split(a)))
     out[const] = np.nan
     return _finish(out, shape)
@@ -162,6 +180,7 @@ def ess_tail(x,                 # draws (chain, draw) or (chain, draw, ...)
     a, shape = _as_chains(x)
     const = _constant(a)
     _warn_constant(const, "the tail ESS")
+    _short_for_ess(a, "the tail ESS")
     flat = a.reshape(-1, a.shape[-1])
     out = np.full(a.shape[-1], np.inf)
     with warnings.catch_warnings():
@@ -177,6 +196,10 @@ def ess_mean(x):   # draws (chain, draw) or (chain, draw, ...)
     a, shape = _as_chains(x)
     const = _constant(a)
     _warn_constant(const, "the ESS of the mean")
+    _short_for_ess(a, "the ESS of the mean")
+    if np.any(_tiny_scale(a)):
+        warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical "
+                      "and gives it the ESS S (its MCSE is then too small); rescale it", RuntimeWarning, stacklevel=2)
     out = _ess(_split(a))
     out[const] = np.nan
     return _finish(out, shape)
@@ -239,6 +262,10 @@ def fig_geyer_ar1(phi=0.9,        # AR(1) coefficient
 def mcse_mean(x):   # draws (chain, draw) or (chain, draw, ...)
     "Monte Carlo standard error of the posterior mean: sd / sqrt(ESS of the mean)."
     a, shape = _as_chains(x)
+    _short_for_ess(a, "the MCSE of the mean")
+    if np.any(_tiny_scale(a)):
+        warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical, "
+                      "so its ESS is S and this MCSE too small; rescale it", RuntimeWarning, stacklevel=2)
     sd = a.reshape(-1, a.shape[-1]).std(axis=0, ddof=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -250,6 +277,7 @@ def mcse_mean(x):   # draws (chain, draw) or (chain, draw, ...)
 def mcse_sd(x):   # draws (chain, draw) or (chain, draw, ...)
     "Monte Carlo standard error of the posterior standard deviation (delta method, Vehtari et al. 2021)."
     a, shape = _as_chains(x)
+    _short_for_ess(a, "the MCSE of the sd")
     c = a - a.reshape(-1, a.shape[-1]).mean(axis=0)
     m2 = (c ** 2).reshape(-1, a.shape[-1]).mean(axis=0)
     m4 = (c ** 4).reshape(-1, a.shape[-1]).mean(axis=0)
@@ -267,6 +295,7 @@ def mcse_quantile(x,      # draws (chain, draw) or (chain, draw, ...)
     "Monte Carlo standard error of the p-quantile estimate (Vehtari et al. 2021, as ArviZ `mcse(method='quantile')`)."
     a, shape = _as_chains(x)
     check_probability("prob", prob)
+    _short_for_ess(a, "the MCSE of a quantile")
     flat = a.reshape(-1, a.shape[-1])
     S = flat.shape[0]
     q = np.quantile(flat, prob, axis=0)
@@ -365,6 +394,7 @@ def summary(draws,        # (chain, draw) or (chain, draw, dim) array
                       mcse_mean=one(mcse_mean), mcse_sd=one(mcse_sd), ess_bulk=one(ess_bulk),
                       ess_tail=one(ess_tail), rhat=one(rhat))
     _warn_constant(_constant(a), "R-hat/ESS")
+    _short_for_ess(a, "the ESS and MCSE columns")
     return Summary(names=names, prob=prob, **fields)
 
 # %% ../nbs/04b_diagnostics.ipynb #34eb8d37

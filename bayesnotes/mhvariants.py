@@ -163,7 +163,9 @@ def independence_acceptance(log_target:Callable,   # normalised log density of t
         return np.array([np.sum(np.minimum(q, pi * np.exp(-v))) for v in lw])     # eq. (2) on the nodes
     o = np.argsort(lp - lq, kind="stable")                   # nodes by increasing weight w
     below = np.cumsum(pi[o]) - pi[o]                         # target mass of the nodes with a smaller weight
-    return float(2 * np.sum(q[o] * below))                   # eq. (3): 2 P(w(Y) > w(X))
+    # eq. (3): P(w(Y) > w(X)) + P(w(Y) >= w(X)). Tied nodes i, j have q_i pi_j = q_j pi_i and the stable sort counts
+    # exactly one of the two orders, so 2 * sum(...) counts a tie as one half in each term
+    return float(2 * np.sum(q[o] * below))
 
 def t3_target() -> Target:
     "Student-t with 3 degrees of freedom as a batched 1-d `Target` (mean 0, variance 3)."

@@ -354,3 +354,50 @@ def test_geyer_figure(seed):
     assert isinstance(fig_geyer_ar1(0.5, 500, rng=seed(18)), Figure)
     with pytest.raises(ValueError, match="one quantity"):
         geyer_steps(np.zeros((2, 10, 2)))
+
+
+def test_short_chains_warn_and_keep_arviz_values(seed):
+    # With 4-9 draws per chain the split halves have at most 4 draws, Geyer's pair loop never runs, tau_hat = 0 and the
+    # ESS is the floor value S log10(S) whatever the draws (19.3 for four ramps 0, 1, 2, 3 that never move). ArviZ
+    # returns that value from its min_draws=4, and we return the same (numbers agree with ArviZ), but every ESS/MCSE
+    # function now warns. Catches a silent floor value, and a departure from ArviZ's numbers.
+    from bayesnotes.diagnostics import mcse_quantile
+    for n in (4, 7, 9):
+        ramps = np.tile(np.arange(float(n)), (4, 1))
+        for f in (ess_bulk, ess_tail, ess_mean, mcse_mean, mcse_sd, lambda x: mcse_quantile(x, 0.5)):
+            with pytest.warns(RuntimeWarning, match="at least 10 draws per chain"):
+                assert np.isfinite(f(ramps))
+        with pytest.warns(RuntimeWarning, match="at least 10 draws per chain"):
+            assert np.isclose(ess_mean(ramps), _az_ess(_az_split(ramps)), rtol=1e-12)
+        with pytest.warns(RuntimeWarning, match="at least 10 draws per chain"):
+            assert np.isclose(ess_bulk(ramps), _az_ess(_az_z_scale(_az_split(ramps))), rtol=1e-12)
+        with pytest.warns(RuntimeWarning, match="at least 10 draws per chain"):
+            s = summary(ramps)
+        assert np.isfinite(s.rhat[0]) and s.rhat[0] > 1.5          # split R-hat sees the trend from 4 draws on
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.isfinite(rhat(ramps))
+    # from 10 draws: no warning, and the values equal ArviZ's
+    x = np.random.default_rng(seed(21)).normal(size=(4, 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isclose(ess_mean(x), _az_ess(_az_split(x)), rtol=1e-12)
+        assert np.isclose(ess_bulk(x), _az_ess(_az_z_scale(_az_split(x))), rtol=1e-12)
+        assert np.isclose(ess_tail(x), min(_az_ess_quantile(x, 0.05), _az_ess_quantile(x, 0.95)), rtol=1e-12)
+
+
+def test_tiny_scale_quantity_warns(seed):
+    # ArviZ's rule treats max - min < 1e-15 as "all identical" and gives ESS = S: an AR(1) chain (phi = 0.99,
+    # 4 x 1000 draws, tau ~ 199) scaled by 1e-16 gets ess_mean = 4000 instead of about 16, and mcse_mean 16 times too
+    # small. We keep ArviZ's value and warn; catches the silent version. Rescaled by 1e20 nothing changes and no warning.
+    x = ar1_chains(0.99, 4, 1000, rng=seed(22))
+    assert ess_mean(x) < 100
+    for f in (ess_mean, mcse_mean):
+        with pytest.warns(RuntimeWarning, match="less than 1e-15"):
+            f(1e-16 * x)
+    with pytest.warns(RuntimeWarning, match="less than 1e-15"):
+        assert ess_mean(1e-16 * x) == x.size                      # ArviZ's value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isclose(ess_mean(1e20 * x), ess_mean(x), rtol=1e-9)
+        assert np.isclose(mcse_mean(1e20 * x), 1e20 * mcse_mean(x), rtol=1e-9)

@@ -240,3 +240,16 @@ def test_bad_inputs():
     for f, name in cases:
         with pytest.raises(ValueError, match=name):
             f()
+
+
+def test_independence_acceptance_counts_ties():
+    # eq. (3) is P(w(Y) > w(X)) + P(w(Y) >= w(X)); catches an implementation of the no-atoms form 2 P(w(Y) > w(X)),
+    # which gives 0 instead of 1 for the perfect proposal q = pi (w = 1 everywhere). The quadrature misses only the
+    # node-with-itself terms sum(pi_i q_i) (~1e-5 on the default grid) and the mass beyond the grid.
+    assert abs(independence_acceptance(stats.norm.logpdf, stats.norm.logpdf) - 1) < 1e-3
+    # w constant on half the line: target = proposal on x < 0, twice the proposal's density on x > 0 (normalised:
+    # pi = q (1 + 1[x > 0]) / 1.5). Exact: P(w(Y) > w(X)) = P(Y > 0, X < 0) = 1/2 * 1/3, ties
+    # P(both < 0) + P(both > 0) = 1/2 * 1/3 + 1/2 * 2/3 = 1/2, so the rate is 2/6 + 1/2 = 5/6 (2 P(>) would give 1/3)
+    lq = stats.norm.logpdf
+    lp = lambda x: lq(x) + np.log(np.where(np.asarray(x) > 0, 2.0, 1.0) / 1.5)
+    assert abs(independence_acceptance(lp, lq) - 5 / 6) < 1e-3
