@@ -111,10 +111,14 @@ def fig_relu_moments(mean:float=0.5,  # mean of the pre-activation a
     pos = z[z > 0]
     ax.hist(pos, bins=80, density=False, weights=np.full(pos.size, 1. / (n_mc * (pos.max() / 80))), color=COLORS[0],
             alpha=0.5, label="max(0, a), continuous part")
-    ax.bar([0.], [np.mean(z == 0)], width=0.06, color=COLORS[3], label=f"point mass at 0: {np.mean(z == 0):.3f}")
+    ax.plot([], [], color=COLORS[3], lw=2, marker="o", label=f"point mass at 0: probability {np.mean(z == 0):.3f} (right axis)")
+    axp = ax.twinx()                                    # the point mass is a probability, not a density: own axis
+    axp.vlines(0., 0., np.mean(z == 0), color=COLORS[3], lw=2)
+    axp.plot([0.], [np.mean(z == 0)], "o", color=COLORS[3])
+    axp.set(ylim=(0, 1), ylabel="probability of z = 0")
     t = np.linspace(-3, mean + 4 * np.sqrt(var), 400)
     ax.plot(t, stats.norm.pdf(t, m_z, np.sqrt(v_z)), color="k", lw=1.5, label="moment-matched Gaussian")
-    ax.set(xlabel="z", title=rf"$a \sim \mathcal{{N}}({mean:g}, {var:g})$: E z = {float(m_z):.3f}, Var z = {float(v_z):.3f}")
+    ax.set(xlabel="z", ylabel="density", title=rf"$a \sim \mathcal{{N}}({mean:g}, {var:g})$: E z = {float(m_z):.3f}, Var z = {float(v_z):.3f}")
     ax.legend(fontsize=8)
     sizes = (1, 20, 1)
     P = mlp_n_params(sizes)

@@ -297,3 +297,22 @@ def test_bad_input():
         fit.predict(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="n_draws"):
         fit.predict(X, n_draws=0)
+
+
+def test_fig_relu_moments_point_mass_on_probability_axis(seed):
+    """The point mass at 0 is drawn as a probability on its own axis, not as a bar on the density axis (the old figure
+    put a probability of about 0.31 on the density scale). Its height is P(a < 0) = Phi(-0.5) within 5 binomial standard
+    errors (one comparison: false alarm 5.7e-7)."""
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from bayesnotes.pbp import fig_relu_moments
+    n = 20_000
+    fig = fig_relu_moments(n_mc=n, rng=seed(2))
+    left = fig.axes[0]
+    twin = [ax for ax in fig.axes[2:] if ax.get_position().bounds == left.get_position().bounds]
+    assert len(twin) == 1 and "probability" in twin[0].get_ylabel() and twin[0].get_ylim() == (0, 1)
+    assert left.get_ylabel() == "density"
+    p = stats.norm.cdf(-0.5)
+    seg = twin[0].collections[0].get_segments()[0]
+    assert abs(seg[1, 1] - p) < 5 * np.sqrt(p * (1 - p) / n), seg
+    plt.close(fig)
