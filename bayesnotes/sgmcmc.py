@@ -207,7 +207,8 @@ def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chain
         raise ValueError(f"model must be a MinibatchModel, got {type(model).__name__}")
     rng = as_rng(rng)
     n_draws, n_chains = check_count("n_draws", n_draws), check_count("n_chains", n_chains)
-    n_warmup, thin = check_count("n_warmup", n_warmup, 0), check_count("thin", thin)
+    thin = check_count("thin", thin)
+    n_warmup = n_draws * thin if n_warmup is None else check_count("n_warmup", n_warmup, 0)
     if batch_size is not None:
         check_count("batch_size", batch_size)
     eps_at = _step_sizes(step_size, decay, n_chains)
@@ -229,13 +230,13 @@ def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chain
     return SGMCMCResult(draws, steps, N + n_start + T * (N if batch_size is None else int(batch_size)))
 
 def sgld(model:MinibatchModel,  # the posterior: log prior and per-example log likelihoods
-         step_size=1e-3,        # step epsilon (a of the decaying schedule): scalar or one per chain
+         step_size=1e-3,        # step epsilon (a of the decaying schedule): scalar or one per chain; the default is not tuned: choose it with the h v/4 <= 0.1 rule of section 6
          decay=None,            # None: constant step; (b, gamma): epsilon_t = step_size (b + t)^-gamma, 0.5 < gamma <= 1
          batch_size:int=32,     # examples per gradient estimate (with replacement); None: full batch (unadjusted Langevin)
          x0=None,               # start (dim,) or (n_chains, dim); None: uniform(-2, 2) as in `mcmc.sample`
          n_draws:int=1000,      # draws kept per chain
          n_chains:int=4,        # chains, updated together in one vectorised step
-         n_warmup:int=0,        # updates discarded before the first kept draw
+         n_warmup:int=None,     # updates discarded before the first kept draw; None: n_draws * thin (as many as are kept); 0 keeps the transient from x0 in the draws
          thin:int=1,            # updates per kept draw
          rng=None,              # random generator or seed (SPEC 7)
          progress:bool=False,   # show a progress bar
@@ -263,7 +264,7 @@ _RUN_SETTINGS = ["decay", "batch_size", "x0", "n_draws", "n_chains", "n_warmup",
 
 @shares_parameters(sgld, _RUN_SETTINGS)
 def psgld(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
-          step_size=1e-4,       # step epsilon (a of the decaying schedule): scalar or one per chain
+          step_size=1e-4,       # step epsilon (a of the decaying schedule): scalar or one per chain; the default is not tuned: choose it with the h v/4 <= 0.1 rule of section 6
           alpha:float=0.99,     # memory of the running average V of squared mean gradients; 1 freezes V at its start
           lam:float=1e-5,       # lambda added to sqrt(V), so G <= 1/lam (Li et al.); raise it (the BNN chapter uses 0.1) where V can vanish: a coordinate with no likelihood gradient (a dead ReLU unit), or a full-batch run started at a mode
           **shared,             # the run settings of `sgld`: decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress
@@ -291,7 +292,7 @@ def psgld(model:MinibatchModel, # the posterior: log prior and per-example log l
 # %% ../nbs/04d_sgmcmc.ipynb #2d1ec353
 @shares_parameters(sgld, _RUN_SETTINGS)
 def sghmc(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
-          step_size=1e-2,       # step epsilon (a of the decaying schedule): scalar or one per chain
+          step_size=1e-2,       # step epsilon (a of the decaying schedule): scalar or one per chain; the default is not tuned: choose it with the h v/4 <= 0.1 rule of section 6
           friction=10.,         # friction C (unit mass), scalar or one per chain: the momentum keeps 1 - eps C per step
           **shared,             # the run settings of `sgld`: decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress
          ) -> SGMCMCResult:
@@ -371,7 +372,7 @@ def fig_gaussian_bias(n_data:int=100,        # observations of the Gaussian-mean
 class SweepResult(NamedTuple):
     "Errors of one sampler's posterior mean and sd against a reference, over a grid of step sizes."
     sampler: str            # "sgld", "psgld", "sghmc" (or a label)
-    step_size: np.ndarray   # (K,) step sizes (the base step a for a decaying schedule)
+    step_size: np.ndarray   # (K,) the step each schedule ends with: the constant step, or a (b + T - 1)^-gamma for a decaying one
     mean_error: np.ndarray  # (K,) root mean square over coordinates of (mean - reference mean) / reference sd
     sd_error: np.ndarray    # (K,) root mean square over coordinates of log(sd / reference sd)
     sd_ratio: np.ndarray    # (K, dim) sd / reference sd
@@ -403,7 +404,8 @@ def step_size_sweep(sampler:str,             # "sgld", "psgld" or "sghmc"
     ms = [r.moments(range(k * c, (k + 1) * c)) for k in range(h.size)]
     z = np.array([(m - m0) / s0 for m, _ in ms])
     ratio = np.array([s / s0 for _, s in ms])
-    return SweepResult(sampler, h, np.sqrt(np.mean(z ** 2, 1)), np.sqrt(np.mean(np.log(ratio) ** 2, 1)), ratio, r.n_grad)
+    last = r.step_size[::c, -1]                  # the step of the last update (= h for a constant step)
+    return SweepResult(sampler, last, np.sqrt(np.mean(z ** 2, 1)), np.sqrt(np.mean(np.log(ratio) ** 2, 1)), ratio, r.n_grad)
 
 class TradeoffRuns(NamedTuple):
     "The logistic-regression comparison: a NUTS reference and the step-size sweeps of the three SG-MCMC samplers."
@@ -440,8 +442,7 @@ def tradeoff_example(n_data:int=1000,          # examples of `logistic_example`
               for i, (name, h) in enumerate(STEP_GRIDS.items())]
     a = STEP_GRIDS["sgld"][-1] * decay[0] ** decay[1]          # first step = the largest constant step
     dec = step_size_sweep("sgld", model, a, m0, s0, rng=spawn_rng(rng, 5), decay=decay, **kw)
-    last = np.atleast_1d(a * (decay[0] + n_steps - 1) ** -decay[1])
-    return TradeoffRuns(ref, sweeps, dec._replace(sampler="sgld, decaying step", step_size=last),
+    return TradeoffRuns(ref, sweeps, dec._replace(sampler="sgld, decaying step"),
                         n_vg[0] * n_data // ref.draws.shape[0])
 
 def fig_step_tradeoff(runs:TradeoffRuns=None, # output of `tradeoff_example` (None: run it with its defaults and rng)

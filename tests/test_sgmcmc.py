@@ -82,8 +82,8 @@ def test_sgld_transition_with_decaying_step(seed):
     "Full batch: (x' - x - eps/2 grad) / sqrt(eps) is iid N(0, 1) at every update of a decaying schedule."
     gm = _gaussian()
     x0 = np.array([0.5, 2.0])
-    r = sgld(gm.model, step_size=0.02, decay=(10., 0.6), batch_size=None, x0=x0, n_draws=400, n_chains=50,
-             rng=seed(2))
+    r = sgld(gm.model, step_size=0.02, decay=(10., 0.6), batch_size=None, x0=x0, n_draws=400, n_warmup=0,
+             n_chains=50, rng=seed(2))
     t = np.arange(400)
     assert np.allclose(r.step_size, 0.02 * (10. + t) ** -0.6)             # every chain, every update: the schedule
     x = np.concatenate([np.broadcast_to(x0, (50, 1, 2)), r.draws], axis=1)
@@ -98,8 +98,8 @@ def test_psgld_transition_replays_the_rmsprop_recursion(seed):
     N, s2 = 50, np.array([1.0, 4.0])
     y = gm.model.data[0]
     x0, a, lam, eps = np.array([0.5, 2.0]), 0.9, 1e-5, 2e-3
-    r = psgld(gm.model, step_size=eps, alpha=a, lam=lam, batch_size=None, x0=x0, n_draws=400, n_chains=50,
-              rng=seed(3))
+    r = psgld(gm.model, step_size=eps, alpha=a, lam=lam, batch_size=None, x0=x0, n_draws=400, n_warmup=0,
+              n_chains=50, rng=seed(3))
     x = np.concatenate([np.broadcast_to(x0, (50, 1, 2)), r.draws], axis=1)
     gbar = (y.mean(0) - x) / s2                                           # mean per-example gradient, closed form
     V = np.empty_like(gbar[:, 1:])
@@ -116,7 +116,8 @@ def test_sghmc_transition(seed):
     "Full batch: with p_t = (x_{t+1} - x_t) / eps, (p_{t+1} - (1 - eps C) p_t - eps grad(x_{t+1})) / sqrt(2 C eps) is iid N(0, 1)."
     gm = _gaussian()
     eps, C, x0 = 0.02, 8.0, np.array([0.5, 2.0])
-    r = sghmc(gm.model, step_size=eps, friction=C, batch_size=None, x0=x0, n_draws=400, n_chains=50, rng=seed(4))
+    r = sghmc(gm.model, step_size=eps, friction=C, batch_size=None, x0=x0, n_draws=400, n_warmup=0, n_chains=50,
+              rng=seed(4))
     x = np.concatenate([np.broadcast_to(x0, (50, 1, 2)), r.draws], axis=1)
     p = np.diff(x, axis=1) / eps                                          # p_0 .. p_{T-1}
     grad = -gm.precision * (x[:, 2:] - gm.mean)                           # at x_2 .. x_T
@@ -134,7 +135,8 @@ def test_sgld_long_run_variance_is_the_ar1_formula(seed):
     var = sgld_variance(h[:, None], P)                                   # (K, 2)
     rng = np.random.default_rng(seed(5))
     x0 = m + np.sqrt(np.repeat(var, C, axis=0)) * rng.standard_normal((K * C, 2))   # start in the stationary law
-    r = sgld(gm.model, step_size=np.repeat(h, C), batch_size=None, x0=x0, n_draws=n, n_chains=K * C, rng=seed(6))
+    r = sgld(gm.model, step_size=np.repeat(h, C), batch_size=None, x0=x0, n_draws=n, n_warmup=0, n_chains=K * C,
+             rng=seed(6))
     est = ((r.draws - m) ** 2).reshape(K, C * n, 2).mean(1)
     for k in range(K):
         for j in range(2):
@@ -198,17 +200,18 @@ def test_psgld_with_frozen_preconditioner_is_sgld_with_step_eps_G(seed):
 def test_psgld_first_step_from_the_mode_is_about_one_posterior_sd(seed):
     """Minibatches of n, started at the mode. V_0 >= Var(gbar_B) = noise_var / (N^2 n) and V_1 >= alpha V_0, so
     G_1 <= G_hat = 1 / sqrt(alpha noise_var / (N^2 n)) per coordinate; there the estimate g_hat has mean 0 and variance
-    v = noise_var / n, so the first step dx = eps/2 G_1 g_hat + sqrt(eps G_1) xi has E[dx^2] <= 2 (eps G_hat / 2)^2 v
-    + 2 eps G_hat, a few posterior variances for eps G_hat P <= 1/2. Fails for a V_0 without the variance term: at the
+    v = noise_var / n, so the first step dx = eps/2 G_1 g_hat + sqrt(eps G_1) xi has E[dx^2] <= (eps G_hat / 2)^2 v
+    + eps G_hat (xi is independent of the batch and of G_1: no cross term), about one posterior variance for
+    eps G_hat P <= 1/2. Fails for a V_0 without the variance term: at the
     mode the squared full-data gradient is ~0, G_1 ~ 10 G_hat and the first steps are ~10 sds long."""
     gm = _gaussian()
     N, n, P = 50, 5, gm.precision
     G_hat = 1 / np.sqrt(0.99 * gm.noise_var / (N ** 2 * n))
     eps = 0.5 / np.max(G_hat * P)
-    bound = P * (2 * (eps * G_hat / 2) ** 2 * gm.noise_var / n + 2 * eps * G_hat)          # (2,) in posterior variances
+    bound = P * ((eps * G_hat / 2) ** 2 * gm.noise_var / n + eps * G_hat)          # (2,) in posterior variances
     assert np.all(bound < 3)
     C = 4000
-    r = psgld(gm.model, step_size=eps, batch_size=n, x0=gm.mean, n_draws=1, n_chains=C, rng=seed(30))
+    r = psgld(gm.model, step_size=eps, batch_size=n, x0=gm.mean, n_draws=1, n_warmup=0, n_chains=C, rng=seed(30))
     z = P * (r.draws[:, 0] - gm.mean) ** 2                                                 # (C, 2)
     # 2 comparisons of a mean of 4000 iid terms (all moments finite: Gaussian given the bounded G_1) at 5 SEs
     # one-sided: false alarm < 6e-7
@@ -264,15 +267,50 @@ def test_thinning_warmup_and_moments(seed):
     gm = _gaussian()
     a = sgld(gm.model, step_size=0.01, batch_size=None, x0=gm.mean, n_draws=30, n_warmup=7, thin=3, n_chains=2,
              rng=seed(11))
-    b = sgld(gm.model, step_size=0.01, batch_size=None, x0=gm.mean, n_draws=97, n_chains=2, rng=seed(11))
+    b = sgld(gm.model, step_size=0.01, batch_size=None, x0=gm.mean, n_draws=97, n_warmup=0, n_chains=2, rng=seed(11))
     assert np.array_equal(a.draws, b.draws[:, 7 + 2::3])                 # same random stream, draws 9, 12, ..., 96
     assert a.n_grad == 50 + (7 + 90) * 50                               # the start-up check's full gradient + updates
     m, s = b.moments()
     assert np.allclose(m, b.draws.mean((0, 1))) and np.allclose(s, b.draws.std((0, 1)))
-    d = sgld(gm.model, step_size=0.01, decay=(5., 1.), batch_size=3, x0=gm.mean, n_draws=50, n_chains=3, rng=seed(12))
+    d = sgld(gm.model, step_size=0.01, decay=(5., 1.), batch_size=3, x0=gm.mean, n_draws=50, n_warmup=0, n_chains=3,
+             rng=seed(12))
     w = d.step_size[..., None] / d.step_size.sum()
     assert np.allclose(d.moments()[0], (w * d.draws).sum((0, 1)))
     assert d.n_grad == 50 + 50 * 3
+
+
+def test_default_warmup_discards_the_transient(seed):
+    """Default n_warmup (None: n_draws * thin updates) forgets a start 30 posterior sds away. Full batch on the Gaussian
+    example: SGLD is a linear Gaussian recursion whose stationary mean is the exact posterior mean, so the 20 chain
+    means are iid Gaussian and t = (grand mean - exact) / (s / sqrt(20)) is exactly t_19 (up to the transient left
+    after the 1000-update warm-up, (1 - hP/2)^1000 x 30 sds < 2e-3 sds, against a standard error of about 0.1 sd).
+    2 coordinates at 1e-7 / 2 each (two-sided): false alarm < 1e-7. Catches the old default n_warmup = 0, which keeps
+    the transient: its mean is off by about 30 / (1000 hP/2) = 3 sds in the slower coordinate."""
+    gm = _gaussian()
+    P, m, R = gm.precision, gm.mean, 20
+    h = 0.02 / P.min()                                   # hP/2 = 0.01 in the slower coordinate, 0.04 in the faster
+    x0 = m + 30 / np.sqrt(P)
+    r = sgld(gm.model, step_size=h, batch_size=None, x0=x0, n_chains=R, rng=seed(14))
+    cm = r.draws.mean(1)                                                          # (R, 2) chain means
+    t = (cm.mean(0) - m) / (cm.std(0, ddof=1) / np.sqrt(R))
+    assert np.all(np.abs(t) < stats.t.isf(1e-7 / 4, R - 1)), t
+    # the default is resolved the same way by the three samplers: n_draws * thin warm-up updates (full batch: N each)
+    N = gm.model.n_data
+    for f in (sgld, psgld, sghmc):
+        assert f(gm.model, step_size=1e-3, batch_size=None, n_draws=5, thin=2, rng=seed(15)).n_grad == N + 20 * N
+        assert f(gm.model, step_size=1e-3, batch_size=None, n_draws=5, thin=2, n_warmup=0, rng=seed(15)).n_grad \
+            == N + 10 * N                                                         # the old behaviour, on request
+
+
+def test_sweep_step_size_is_the_step_the_schedule_ends_with(seed):
+    "SweepResult.step_size: the constant step, or a (b + T - 1)^-gamma for a decaying schedule (catches the base a)."
+    X, y = logistic_example(200)
+    mod = logistic_model(X, y)
+    kw = dict(n_steps=40, chains_per_step=2, batch_size=10, x0=np.zeros(3), rng=seed(16))
+    ref_m, ref_s = np.zeros(3), np.ones(3)
+    assert np.allclose(step_size_sweep("sgld", mod, [1e-4, 1e-3], ref_m, ref_s, **kw).step_size, [1e-4, 1e-3])
+    s = step_size_sweep("sgld", mod, 0.05, ref_m, ref_s, decay=(10., 0.6), **kw)
+    assert np.allclose(s.step_size, 0.05 * (10. + 39) ** -0.6)
 
 
 def test_step_size_sweep_bookkeeping(seed):
