@@ -66,6 +66,15 @@ def _tiny_scale(a):
     flat = a.reshape(-1, a.shape[-1])
     return (np.ptp(flat, axis=0) < np.finfo(float).resolution) & ~np.all(flat == flat[:1], axis=0)
 
+def _ess_input(x, what):
+    "Validate draws for an ESS function: (chain, draw, k) array, trailing shape and the constant mask, with the warnings."
+    a, shape = _as_chains(x)
+    const = _constant(a)
+    _warn_constant(const, what)
+    _short_for_ess(a, what)
+    return a, shape, const
+
+
 # %% ../nbs/04b_diagnostics.ipynb #7d9c1383
 def _split(a):
     "Split each chain in two halves (dropping the middle draw when the length is odd): (2*chain, draw//2, k)."
@@ -166,10 +175,7 @@ def _ess(a):
 # %% ../nbs/04b_diagnostics.ipynb #4ac139ed
 def ess_bulk(x):   # draws (chain, draw) or (chain, draw, ...)
     "Bulk effective sample size: ESS of the rank-normalised split chains (Vehtari et al. 2021)."
-    a, shape = _as_chains(x)
-    const = _constant(a)
-    _warn_constant(const, "the bulk ESS")
-    _short_for_ess(a, "the bulk ESS")
+    a, shape, const = _ess_input(x, "the bulk ESS")
     out = _ess(_rank_normalize(_split(a)))
     out[const] = np.nan
     return _finish(out, shape)
@@ -177,10 +183,7 @@ def ess_bulk(x):   # draws (chain, draw) or (chain, draw, ...)
 def ess_tail(x,                 # draws (chain, draw) or (chain, draw, ...)
              probs=(0.05, 0.95)):  # quantile levels whose indicator ESS is minimised over
     "Tail effective sample size: min ESS of the split-chain indicators I(x <= q) at the 5% and 95% quantiles (a constant indicator counts as all its draws, as in ArviZ)."
-    a, shape = _as_chains(x)
-    const = _constant(a)
-    _warn_constant(const, "the tail ESS")
-    _short_for_ess(a, "the tail ESS")
+    a, shape, const = _ess_input(x, "the tail ESS")
     flat = a.reshape(-1, a.shape[-1])
     out = np.full(a.shape[-1], np.inf)
     with warnings.catch_warnings():
@@ -193,10 +196,7 @@ def ess_tail(x,                 # draws (chain, draw) or (chain, draw, ...)
 
 def ess_mean(x):   # draws (chain, draw) or (chain, draw, ...)
     "Effective sample size for the posterior mean: ESS of the raw (not rank-normalised) split chains."
-    a, shape = _as_chains(x)
-    const = _constant(a)
-    _warn_constant(const, "the ESS of the mean")
-    _short_for_ess(a, "the ESS of the mean")
+    a, shape, const = _ess_input(x, "the ESS of the mean")
     if np.any(_tiny_scale(a)):
         warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical "
                       "and gives it the ESS S (its MCSE is then too small); rescale it", RuntimeWarning, stacklevel=2)
