@@ -12,7 +12,7 @@ from scipy import stats
 from .utils import as_rng, check_count, check_finite, check_positive, check_spd, spawn_rng, track
 from .core import ess, log_mean_exp
 from .plotting import new_figure, COLORS
-from .smc import _check_logpdf, _check_sampler_args, _prior_particles, _rw_factor
+from .smc import _check_logpdf, _check_sampler_args, _prior_particles, _rw_chains, _rw_factor
 
 # %% auto #0
 __all__ = ['AISResult', 'ais', 'EvidenceProblem', 'mixture_evidence_problem', 'EqualCostComparison', 'ais_vs_importance',
@@ -48,20 +48,6 @@ def _proposal_factors(proposal_cov, T, d):
         raise ValueError(f"proposal_cov must have shape (d, d) = ({d}, {d}) or (T, d, d) = ({T}, {d}, {d}), got {c.shape}")
     return np.array([check_spd("proposal_cov", ci, d) for ci in c])
 
-def _metropolis(rng, x, lp, ll, beta, log_prior, log_lik, n_steps, h, L):
-    "`n_steps` random-walk Metropolis moves x + h L z targeting p L^beta, reusing the cached log prior `lp` and log likelihood `ll` of x."
-    N, d = x.shape
-    acc = []
-    for _ in range(n_steps):
-        prop = x + h * rng.standard_normal((N, d)) @ L.T
-        lpp = _check_logpdf(log_prior(prop), N, "log_prior")
-        llp = _check_logpdf(log_lik(prop), N, "log_lik")     # the only likelihood evaluations of a move
-        ok = np.log(rng.random(N)) < (lpp + beta * llp) - (lp + beta * ll)   # -inf proposals are always rejected
-        x = np.where(ok[:, None], prop, x)
-        lp, ll = np.where(ok, lpp, lp), np.where(ok, llp, ll)
-        acc.append(ok.mean())
-    return x, lp, ll, (float(np.mean(acc)) if acc else np.nan)
-
 def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalised, so that Z is the evidence
         log_lik:Callable,      # log likelihood, vectorised: (N, d) -> (N,)
         prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
@@ -90,7 +76,8 @@ def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalis
         logw += (b[t + 1] - b[t]) * ll                          # eq. (2): gamma_t / gamma_{t-1} at x_{t-1}
         L = _rw_factor(x)[1] if Ls is None else Ls[t]           # adaptive: the current cloud's covariance
         covs[t] = L @ L.T
-        x, lp, ll, a = _metropolis(rng, x, lp, ll, b[t + 1], log_prior, log_lik, n_mcmc, h, L)  # x_t ~ K_t(x_{t-1}, .)
+        xs, lps, lls, a = _rw_chains(rng, x, lp, ll, b[t + 1], log_prior, log_lik, h * L, n_mcmc)  # x_t ~ K_t(x_{t-1}, .)
+        x, lp, ll = xs[-1], lps[-1], lls[-1]
         acc.append(a)
     log_z, se = log_mean_exp(logw)                             # raises if every weight is zero
     return AISResult(log_z, se, ess(logw), logw, x, b, np.array(acc), covs)

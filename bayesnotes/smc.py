@@ -746,20 +746,38 @@ def _rw_factor(x, W=None, scale=None):
     L = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
     return (2.38 / np.sqrt(d) if scale is None else float(scale)), L
 
-def _rw_moves(rng, x, logpi, n_steps, scale=None, name="log target"):
-    "`n_steps` random-walk Metropolis moves of every row of x, proposal covariance scale^2 * Cov(x); returns (x, acceptance)."
-    N, d = x.shape
-    scale, L = _rw_factor(x, None, scale)
-    lp = _check_logpdf(logpi(x), N, name)
-    acc = []
+def _in_support(log_prior, prop, fn, fill):
+    """The log prior of the proposals prop (n, d), and fn (rows (k, d) -> (k,)) evaluated only at the proposals inside
+    the prior's support, `fill` at the others: a likelihood or a simulator is never called where the prior is zero
+    (a scale proposed below zero, a probability above one), and those proposals are rejected by their log prior -inf."""
+    lp = _check_logpdf(log_prior(prop), len(prop), "log_prior")
+    out, inside = np.full(len(prop), fill, dtype=float), lp > -np.inf
+    if inside.any():
+        out[inside] = fn(prop[inside])
+    return lp, inside, out
+
+def _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, L, n_steps):
+    """Lockstep random-walk Metropolis chains, one from each row of x, on prior * lik^lam with the log prior `lp` and log
+    likelihood `ll` of x cached: every state (n_steps + 1, M, d) with its (lp, ll), and the mean acceptance."""
+    xs, lps, lls, acc = [x], [lp], [ll], []
     for _ in range(n_steps):
-        prop = x + scale * rng.standard_normal((N, d)) @ L.T
-        lpp = _check_logpdf(logpi(prop), N, name)
-        ok = np.log(rng.random(N)) < lpp - lp      # -inf proposals are always rejected
-        x = np.where(ok[:, None], prop, x)
-        lp = np.where(ok, lpp, lp)
-        acc.append(ok.mean())
-    return x, float(np.mean(acc)) if acc else np.nan
+        prop = x + rng.standard_normal(x.shape) @ L.T
+        lp_p, inside, ll_p = _in_support(log_prior, prop, lambda p: _check_logpdf(log_lik(p), len(p), "log_lik"), -np.inf)
+        with np.errstate(invalid="ignore"):           # -inf - (-inf) at rejected points outside the support
+            log_ratio = np.where(inside, lp_p - lp + lam * (ll_p - ll), -np.inf)
+        ok = np.log(rng.random(len(x))) < log_ratio
+        x, lp, ll = np.where(ok[:, None], prop, x), np.where(ok, lp_p, lp), np.where(ok, ll_p, ll)
+        xs.append(x); lps.append(lp); lls.append(ll); acc.append(ok.mean())
+    return np.stack(xs), np.stack(lps), np.stack(lls), float(np.mean(acc)) if acc else np.nan
+
+def _rw_moves(rng, x, log_prior, log_lik, lam, n_steps, scale=None):
+    """`n_steps` random-walk Metropolis moves of every row of x on prior * lik^lam, proposal covariance
+    scale^2 * Cov(x) (`_rw_chains`); returns (x, acceptance)."""
+    h, L = _rw_factor(x, None, scale)
+    lp = _check_logpdf(log_prior(x), len(x), "log_prior")
+    ll = _check_logpdf(log_lik(x), len(x), "log_lik")
+    xs, _, _, acc = _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, h * L, n_steps)
+    return xs[-1], acc
 
 def _next_delta(ll, max_delta, ess_min):
     "Tempering increment in (0, max_delta] whose weights exp(delta * ll) have ESS = ess_min (eq. 13.94)."
@@ -815,8 +833,7 @@ class TemperingFK(FeynmanKac):
         return delta * ll
     def M(self, rng, t, xp):
         lam = self.lambdas[-1]
-        def logpi(th): return _check_logpdf(self.log_prior(th), len(th), "log_prior") + lam * self.log_lik(th)
-        x, acc = _rw_moves(rng, xp, logpi, self.n_mcmc, self.scale, "log_lik")
+        x, acc = _rw_moves(rng, xp, self.log_prior, self.log_lik, lam, self.n_mcmc, self.scale)
         self.acceptance.append(acc)
         return x
 
@@ -946,8 +963,7 @@ class IBISFK(FeynmanKac):
         return _check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
     def M(self, rng, t, xp):
         past = self.data[:t]
-        def logpi(th): return _check_logpdf(self.log_prior(th), len(th), "log_prior") + self.log_lik(th, past)
-        x, acc = _rw_moves(rng, xp, logpi, self.n_mcmc, self.scale, "log_lik")
+        x, acc = _rw_moves(rng, xp, self.log_prior, lambda th: self.log_lik(th, past), 1.0, self.n_mcmc, self.scale)
         self.move_steps.append(t); self.acceptance.append(acc)
         return x
 

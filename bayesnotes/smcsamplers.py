@@ -17,7 +17,7 @@ from .core import log_normalize
 from .plotting import new_figure, COLORS
 from .smc import (GaussianSSM, TemperedResult, ar1_pmmh_example, gaussian_ibis_example, pmmh,
                             tempered_smc, _check_logpdf, _check_sampler_args, _inverse_cdf, _next_delta,
-                            _prior_particles, _rw_factor, _scheme)
+                            _prior_particles, _rw_factor, _scheme, _in_support, _rw_chains)
 
 # %% auto #0
 __all__ = ['waste_free_smc', 'gaussian_tempering_example', 'GridReference', 'grid_reference', 'SamplerRuns',
@@ -38,30 +38,6 @@ def _prior_cloud(prior_sample, log_prior, rng, N):
     if not np.all(np.isfinite(lp)):
         raise ValueError("prior_sample drew points where log_prior is -inf")
     return x, lp
-
-def _in_support(log_prior, prop, fn, fill):
-    """The log prior of the proposals prop (n, d), and fn (rows (k, d) -> (k,)) evaluated only at the proposals inside
-    the prior's support, `fill` at the others: a likelihood or a simulator is never called where the prior is zero
-    (a scale proposed below zero, a probability above one), and those proposals are rejected by their log prior -inf."""
-    lp = _check_logpdf(log_prior(prop), len(prop), "log_prior")
-    out, inside = np.full(len(prop), fill, dtype=float), lp > -np.inf
-    if inside.any():
-        out[inside] = fn(prop[inside])
-    return lp, inside, out
-
-def _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, L, n_steps):
-    """Lockstep random-walk Metropolis chains, one from each row of x, on prior * lik^lam with the log prior `lp` and log
-    likelihood `ll` of x cached: every state (n_steps + 1, M, d) with its (lp, ll), and the mean acceptance."""
-    xs, lps, lls, acc = [x], [lp], [ll], []
-    for _ in range(n_steps):
-        prop = x + rng.standard_normal(x.shape) @ L.T
-        lp_p, inside, ll_p = _in_support(log_prior, prop, lambda p: _check_logpdf(log_lik(p), len(p), "log_lik"), -np.inf)
-        with np.errstate(invalid="ignore"):           # -inf - (-inf) at rejected points outside the support
-            log_ratio = np.where(inside, lp_p - lp + lam * (ll_p - ll), -np.inf)
-        ok = np.log(rng.random(len(x))) < log_ratio
-        x, lp, ll = np.where(ok[:, None], prop, x), np.where(ok, lp_p, lp), np.where(ok, ll_p, ll)
-        xs.append(x); lps.append(lp); lls.append(ll); acc.append(ok.mean())
-    return np.stack(xs), np.stack(lps), np.stack(lls), float(np.mean(acc)) if acc else np.nan
 
 @shares_parameters(tempered_smc, ("ess_target", "resampling", "scale", "progress"))
 def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
