@@ -6,6 +6,7 @@ gets a page. Nothing is written to the repository: output and staging go to pyte
 does not re-export the package (tests/test_nbdev_sync.py checks that the package is in sync).
 """
 import copy
+import html
 import json
 import posixpath
 import re
@@ -237,9 +238,10 @@ def test_search_entries_have_no_tex(site):
     texts = " ".join(e["text"] for e in entries)
     prose_tex = {a.get_text() for soup in site.pages.values() for p in soup.find("main").find_all("p")
                  for a in p.select("span.math.inline annotation")}
-    # (parsed again: other tests remove code blocks from the shared soups)
-    code = " ".join(pre.get_text() for f in site.out.rglob("*.html")
-                    for pre in bs4.BeautifulSoup(f.read_text(encoding="utf-8"), "html.parser").find_all("pre"))
+    # the text of every <pre> block, read from the files (other tests remove code blocks from the shared soups);
+    # a regex, not a second parse of every page (the same text as BeautifulSoup's get_text(), 0.2 s against 28 s)
+    code = " ".join(html.unescape(re.sub(r"<[^>]*>", "", block)) for f in site.out.rglob("*.html")
+                    for block in re.findall(r"<pre\b[^>]*>(.*?)</pre>", f.read_text(encoding="utf-8"), re.S))
     # search texts include code, whose plot labels may hold the same TeX: only formulas absent from code count
     leaked = [t for t in prose_tex if len(t) > 8 and f"${t}$" in texts and t not in code]
     assert not leaked, f"TeX of prose formulas in search.json: {leaked[:5]}"

@@ -193,6 +193,14 @@ def convert_html_math(text: str, conv: MathConverter) -> str:
     return _HTML_MATH.sub(sub, text)
 
 
+_INLINE_DOLLARS = re.compile(r"(?<![\\$])\$(?=\S)([^$\n]+?)(?<=\S)\$(?!\d)")
+
+
+def inline_formulas(s: str) -> list[str]:
+    "The TeX of the `$...$` formulas in text, as `tex_to_text` finds them (to convert them in one batch first)."
+    return [m.group(1) for m in _INLINE_DOLLARS.finditer(s)]
+
+
 def tex_to_text(s: str, conv: MathConverter) -> str:
     "Text with `$...$` maths (e.g. a title) as plain Unicode text."
-    return re.sub(r"(?<![\\$])\$(?=\S)([^$\n]+?)(?<=\S)\$(?!\d)", lambda m: conv.text(m.group(1)), s)
+    return _INLINE_DOLLARS.sub(lambda m: conv.text(m.group(1)), s)
