@@ -4,6 +4,7 @@
 
 # %% ../nbs/08b_vae_collapse.ipynb #348615b3
 from __future__ import annotations
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -30,9 +31,9 @@ def _check_ratio(ratio):
 def cyclical_beta(epoch,            # epoch index or array of indices, counted from 0
                   epochs:int,       # length T of the whole run, in epochs
                   n_cycles:int=4,   # number M of annealing cycles
-                  ratio:float=0.5,  # fraction R of each cycle over which beta rises from 0 to 1
+                  ratio:float=0.5,  # fraction rho of each cycle over which beta rises from 0 to 1
                  ) -> np.ndarray:
-    "Cyclical KL weight (Fu et al. 2019): tau = (e mod ceil(T/M)) / (T/M) and beta = min(1, tau / R) at epoch e."
+    "Cyclical KL weight (Fu et al. 2019): tau = (e mod ceil(T/M)) / (T/M) and beta = min(1, tau / rho) at epoch e."
     epochs, n_cycles, ratio = check_count("epochs", epochs), check_count("n_cycles", n_cycles), _check_ratio(ratio)
     if n_cycles > epochs: raise ValueError(f"n_cycles must not exceed epochs ({epochs}), got {n_cycles}")
     e = check_finite("epoch", epoch)
@@ -45,7 +46,7 @@ class CyclicalVAE(VAE):
     "A VAE whose `fit` weights the KL term of epoch e of each call by beta * cyclical_beta(e, epochs)."
     def __init__(self, latent_dim:int=2, hidden=(128,), activation="relu",  # the network, as for `VAE`
                  n_cycles:int=4,     # number M of annealing cycles per call of `fit`
-                 ratio:float=0.5,    # fraction R of each cycle spent raising beta
+                 ratio:float=0.5,    # fraction rho of each cycle spent raising beta
                 ):
         super().__init__(latent_dim, hidden, activation)
         self.n_cycles, self.ratio = check_count("n_cycles", n_cycles), _check_ratio(ratio)
@@ -163,13 +164,14 @@ def trained_remedy(method:str="plain",  # one of REMEDIES
 def fig_collapse_remedies(latent_dim:int=16,  # dimension of z
                           rng=0,              # random generator or seed of `trained_remedy`
                          ):
-    "Test KL of each latent coordinate, sorted, for the plain VAE and four remedies, with their active units."
+    "Test KL of each latent coordinate, sorted, for the plain VAE and four remedies, with their active units and KL > 0.1 counts."
     X = digits_data().X_test
     fig, ax = new_figure(width=7.5, height=4)
     for k, m in enumerate(REMEDIES):
         v = trained_remedy(m, latent_dim, rng)
-        ax.plot(np.arange(1, latent_dim + 1), np.sort(v.kl_per_dim(X))[::-1], "o-", ms=4, color=COLORS[k],
-                label=f"{m}: {v.active_units(X)} / {latent_dim} active")
+        kl = np.sort(v.kl_per_dim(X))[::-1]
+        ax.plot(np.arange(1, latent_dim + 1), kl, "o-", ms=4, color=COLORS[k],
+                label=f"{m}: {v.active_units(X)} active, {int(np.sum(kl > 0.1))} with KL > 0.1")
     c = COLLAPSE_TRAIN
     ax.axhline(c["free_bits"], color=COLORS[3], ls=":", lw=1, label=f"free-bits floor lambda = {c['free_bits']}")
     ax.axhline(c["delta"], color=COLORS[4], ls="--", lw=1, label=f"committed rate delta = {c['delta']}")
@@ -208,11 +210,19 @@ def latent_path(vae,                 # trained VAE
 
 def fig_latent_interpolation(digits=(3, 6),               # labels of the two test images (the first test image of each)
                              n_steps:int=10,               # points on each path
-                             method:str="linear warm-up",  # remedy of the 16-d VAE used (`trained_remedy`)
-                             rng=0,               # random generator or seed of `trained_remedy`
+                             remedy:str="linear warm-up",  # training scheme of the 16-d VAE used, one of REMEDIES
+                             rng=0,                        # random generator or seed of `trained_remedy`
+                             *,
+                             method:str=None,              # deprecated name of `remedy` (both paths are always drawn)
                             ):
     "Two test digits, the decoded straight and spherical paths between their codes, and the norm |z| along both."
-    data, vae = digits_data(), trained_remedy(method, 16, rng)
+    if method is not None:
+        warnings.warn("fig_latent_interpolation(method=...) is deprecated: the argument names the remedy, use "
+                      "remedy=...; both paths ('linear' and 'spherical') are always drawn", DeprecationWarning, stacklevel=2)
+        remedy = method
+    if remedy not in REMEDIES:
+        raise ValueError(f"remedy must be one of {REMEDIES} (both paths are always drawn), got {remedy!r}")
+    data, vae = digits_data(), trained_remedy(remedy, 16, rng)
     x0, x1 = (data.X_test[np.flatnonzero(data.y_test == k)[0]] for k in digits)
     fig = new_figure(width=12, height=3.2)[0]; fig.clf()
     sub = fig.subfigures(1, 2, width_ratios=[2.6, 1])

@@ -207,3 +207,26 @@ def test_trained_vae_caches_int_seeds_only():
     c = trained_vae(2, epochs=1, rng=g)           # the Generator has moved on: other weights
     assert np.array_equal(a.params["dec"], b.params["dec"])
     assert not np.array_equal(b.params["dec"], c.params["dec"])
+
+
+def test_iwae_gain_curve_is_paired(small_vae, data, seed, monkeypatch):
+    """The gain L_K - L_1 is measured on the same images for every K, so its standard error is that of the per-image
+    differences. Catches the between-image SE of `iwae_curve` (what the figure used to show, as large as the whole
+    climb) used to compare K, and a gain curve computed from other draws than `iwae_curve` with the same seed."""
+    import bayesnotes.vae as V
+    X, Ks = data.X_test, (1, 10, 100)
+    m, se = iwae_curve(small_vae, X, Ks, rng=seed(3))
+    g, gse = V.iwae_gain_curve(small_vae, X, Ks, rng=seed(3))
+    assert np.allclose(g, m - m[0], rtol=0, atol=1e-10) and g[0] == 0 and gse[0] == 0
+    rng = np.random.default_rng(seed(3))               # the definition, written out
+    per = np.array([small_vae.iwae_per_image(X, K, rng) for K in Ks])
+    d = per[2] - per[0]
+    assert np.isclose(gse[2], d.std(ddof=1) / np.sqrt(len(d)), rtol=1e-12)
+    # the between-image spread of the bound is much wider than the paired error of the gain: over 5 training seeds
+    # (0-4000) the ratio se / gse was 3.4-4.9 (mean 4.2, sd 0.5) for this small model; the bound 2 is 4.4 sd below
+    assert np.all(gse[1:] < se[1:] / 2), (gse, se)
+    # the figure plots the gains (0 at K = Ks[0]) with 2 paired SEs, not the absolute bound
+    monkeypatch.setattr(V, "trained_vae", lambda d, rng=0: small_vae)
+    fig = V.fig_iwae_vs_k(latent_dims=(2,), Ks=Ks, rng=seed(3))
+    y = fig.axes[0].lines[0].get_ydata()
+    assert np.allclose(y, g, rtol=0, atol=1e-10) and y[0] == 0

@@ -193,3 +193,21 @@ def test_make_remedy_validates_its_method():
     assert isinstance(make_remedy("delta-VAE", 4), DeltaVAE) and type(make_remedy("plain", 4)) is VAE
     with pytest.raises(ValueError, match="method"):
         make_remedy("beta-VAE")
+
+
+def test_fig_latent_interpolation_takes_a_remedy_not_a_path(data, seed, monkeypatch):
+    """The argument naming the training scheme is `remedy` (in `latent_path` `method` is the path); `method=` still
+    works for one release with a DeprecationWarning. Catches the old signature, where method='spherical' (a path)
+    failed with an error about the remedy list and no warning."""
+    import bayesnotes.vaecollapse as C
+    with pytest.raises(ValueError, match="remedy"):
+        C.fig_latent_interpolation(remedy="spherical")
+    with pytest.warns(DeprecationWarning, match="remedy"), pytest.raises(ValueError, match="remedy"):
+        C.fig_latent_interpolation(method="linear")
+    asked = []
+    small = VAE(16, (16,)).fit(data.X_train[:200], epochs=1, batch_size=100, rng=seed(10))
+    monkeypatch.setattr(C, "trained_remedy", lambda m, d, rng: asked.append(m) or small)
+    C.fig_latent_interpolation(remedy="plain", n_steps=4)
+    with pytest.warns(DeprecationWarning):
+        C.fig_latent_interpolation(method="cyclical", n_steps=4)
+    assert asked == ["plain", "cyclical"]
