@@ -52,11 +52,11 @@ class _RicherVAE(VAE):
 
     def log_weights(self,
                     X,             # images (n, D)
-                    K:int,         # importance samples per image
+                    K:int,         # importance samples S per image (named K as in `VAE.log_weights`; not a flow length)
                     rng=None,      # random generator or seed
                     chunk:int=64,  # samples processed at once (memory)
                    ):
-        "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x) of this encoder: array (K, n)."
+        "Log importance weights log p(x, z_s) - log q(z_s | x) with z_s ~ q(z | x) of this encoder: array (S, n) with S = K."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
         K, chunk = check_count("K", K), check_count("chunk", chunk)
         with blas_threads():
@@ -118,6 +118,12 @@ class FullCovVAE(_RicherVAE):
         mu, _, _, L = self._cholesky(self.params, X)
         return mu, L
 
+    def kl_per_dim(self, X): # images (n, D)
+        """Average KL(q(z_k | x) || N(0, 1)) of each *marginal* of q, shape (latent_dim,). Their sum is not the KL (4):
+        it falls short of it by the total correlation -1/2 log det(correlation matrix of q) >= 0; `rate_distortion`
+        gives the KL."""
+        return super().kl_per_dim(X)
+
 # %% ../nbs/08d_vae_flows.ipynb #28e01258
 def _planar_push(P,  # amortised layer parameters (n, K, 2d + 1): rows [u, w, b] per image and layer
                  z,  # points (S, n, d), pushed through image i's layers in column i
@@ -163,6 +169,36 @@ class PlanarVAE(_RicherVAE):
         if self.flow_length:
             kl = kl + anp.mean(log_normal_diag(z0, 0., 0.) - log_normal_diag(z, 0., 0.) - log_det, axis=0)
         return z, log_normal_diag(z0, mu, ls) - log_det, kl
+
+    def reconstruct(self, X): # images (n, D)
+        """Decode z_K(mu(x)), the flow of each image applied to its base mean (neither the mean nor the mode of q_K in
+        general): pixel probabilities, shape (n, D). With flow_length = 0 this is the VAE's reconstruction."""
+        self._check_fitted(); X = self._check_X(X)
+        with blas_threads():
+            mu, _, P = self._parts(self.params, X)
+            z = _planar_push(np.reshape(P, P.shape[:-1] + (self.flow_length, 2 * self.latent_dim + 1)), mu[None])[0][0]
+        return self.decode(np.asarray(z))
+
+    def kl_per_dim(self, X): # images (n, D)
+        "Average KL of each latent coordinate, shape (latent_dim,): only for flow_length = 0 (the VAE's), else NotImplementedError."
+        if self.flow_length == 0: return super().kl_per_dim(X)
+        raise NotImplementedError("PlanarVAE.kl_per_dim: the marginals of the flow's q_K(z | x) have no closed-form KL "
+                                  "(the inherited VAE.kl_per_dim would give the base Gaussian q_0's and ignore the flow); "
+                                  "use rate_distortion(X, n_mc) for the KL term of the ELBO")
+
+    def active_units(self,
+                     X,                     # images (n, D) in [0, 1]
+                     threshold:float=0.01,  # variance of the posterior mean above which a coordinate is active
+                     n_draws:int=500,       # draws of q_K(z | x) per image for the posterior mean (flow_length > 0)
+                     rng=None,              # random generator or seed of the draws
+                    ) -> int:
+        """Number of latent coordinates whose posterior mean E_q[z_K | x] varies across images (variance above
+        threshold). With planar layers the mean is a Monte Carlo average of `n_draws` draws, and its variance across
+        images is corrected for the Monte Carlo noise (minus the average per-image variance / n_draws)."""
+        if self.flow_length == 0: return super().active_units(X, threshold)
+        z = self.posterior_draws(X, n_draws, rng)[0]                                   # (n_draws, n, d)
+        v = np.var(z.mean(0), axis=0, ddof=1) - np.mean(z.var(0, ddof=1), axis=0) / len(z)
+        return int(np.sum(v > threshold))
 
 # %% ../nbs/08d_vae_flows.ipynb #13c5a582
 ENCODERS = ("diagonal", "planar K=2", "planar K=4", "planar K=8", "full covariance")
@@ -211,10 +247,10 @@ class LogLikComparison(NamedTuple):
 
 def compare_loglik(models:dict,  # {name: trained VAE}, the first entry is the reference
                    X,            # test images (n, D)
-                   K:int=500,    # importance samples per image
+                   K:int=500,    # importance samples S per image (named K as in `VAE.iwae`; not a flow length)
                    rng=None,     # random generator or seed
                   ) -> LogLikComparison:
-    "IWAE_K estimates of log p(x) per test image for each model, their means and paired differences with standard errors."
+    "IWAE estimates (S = K importance samples) of log p(x) per test image for each model, their means and paired differences with standard errors."
     if not models: raise ValueError("models must name at least one model")
     rng = as_rng(rng)
     per = np.array([m.iwae_per_image(X, K, rng) for m in models.values()])
@@ -224,11 +260,11 @@ def compare_loglik(models:dict,  # {name: trained VAE}, the first entry is the r
                             np.array([m.elbo(X, 20, rng) for m in models.values()]))
 
 # %% ../nbs/08d_vae_flows.ipynb #7024d6c1
-def fig_loglik_vs_flow_length(K:int=500,         # importance samples per test image
+def fig_loglik_vs_flow_length(K:int=500,         # importance samples S per test image (named K as in `VAE.iwae`)
                               rng:int=0,         # int seed of the training (and rng + 1 of the second diagonal model)
                               comparison=None,   # a `LogLikComparison` of `_encoder_models(rng)` to draw instead of computing one
                              ):
-    "Test log-likelihood (IWAE, K samples) of each encoder minus the diagonal one's, paired over images, +- 2 standard errors."
+    "Test log-likelihood (IWAE, S importance samples) of each encoder minus the diagonal one's, paired over images, +- 2 standard errors; K = flow length."
     cmp = comparison if comparison is not None else compare_loglik(_encoder_models(rng), digits_data().X_test, K, rng=rng)
     if len(cmp.names) != len(ENCODERS) + 1: raise ValueError("comparison must cover the models of `_encoder_models`")
     fig, ax = new_figure(width=7, height=3.8)
@@ -282,10 +318,10 @@ def grid_posterior(vae,                  # trained VAE with latent_dim = 2 (any 
     return GridPosterior(center[0] + g, center[1] + g, (lj - log_px).reshape(n_grid, n_grid), float(log_px))
 
 # %% ../nbs/08d_vae_flows.ipynb #ac541453
-def _widest_gap_image(vae, X, K, rng):
-    "Index of the image whose IWAE_K bound exceeds its ELBO estimate (same weights) the most under `vae`."
-    lw = vae.log_weights(X, K, rng)
-    return int(np.argmax(special.logsumexp(lw, axis=0) - np.log(K) - lw.mean(0)))
+def _widest_gap_image(vae, X, S, rng):
+    "Index of the image whose IWAE bound (S importance samples) exceeds its ELBO estimate (same weights) the most under `vae`."
+    lw = vae.log_weights(X, S, rng)
+    return int(np.argmax(special.logsumexp(lw, axis=0) - np.log(S) - lw.mean(0)))
 
 def fig_encoder_posteriors(names=("diagonal", "planar K=8", "full covariance"),  # encoders shown
                            n_draws:int=1000,                                     # draws of q(z | x) per panel

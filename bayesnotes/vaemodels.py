@@ -312,24 +312,34 @@ def gumbel_softmax(logits,            # unnormalised log class probabilities (..
                    tau:float=1.,      # temperature > 0
                    n_draws:int=None,  # independent draws; None gives one draw of shape logits.shape
                    rng=None,          # random generator or seed
+                   log_y:bool=False,  # return log y (a log-softmax), which stays finite where small tau underflows y to 0
                   ) -> np.ndarray:
-    "Draws of the concrete (Gumbel-softmax) distribution: softmax((logits + G) / tau), G i.i.d. standard Gumbel."
+    "Draws of the concrete (Gumbel-softmax) distribution: softmax((logits + G) / tau), G i.i.d. standard Gumbel (or their logs)."
     logits = _check_logits(logits); check_positive("tau", tau)
     shape = logits.shape if n_draws is None else (check_count("n_draws", n_draws),) + logits.shape
-    return special.softmax((logits + as_rng(rng).gumbel(size=shape)) / tau, axis=-1)
+    a = (logits + as_rng(rng).gumbel(size=shape)) / tau
+    return special.log_softmax(a, axis=-1) if log_y else special.softmax(a, axis=-1)
 
-def concrete_logpdf(y,             # points of the open simplex (..., K): positive entries summing to 1
-                    logits,        # unnormalised log class probabilities (..., K), broadcasting against y
-                    tau:float=1.,  # temperature > 0
+def concrete_logpdf(y,                 # points of the open simplex (..., K): positive entries summing to 1 (or their logs)
+                    logits,            # unnormalised log class probabilities (..., K), broadcasting against y
+                    tau:float=1.,      # temperature > 0
+                    log_y:bool=False,  # y holds log y, as `gumbel_softmax(..., log_y=True)` returns (small tau)
                    ) -> np.ndarray:
-    "Log density of Concrete(softmax(logits), tau) with respect to Lebesgue measure on the first K - 1 coordinates."
+    "Log density of Concrete(softmax(logits), tau) at y, with respect to Lebesgue measure on the first K - 1 coordinates."
     logits = _check_logits(logits); check_positive("tau", tau)
     y = check_finite("y", y)
     if y.shape[-1] != logits.shape[-1]:
         raise ValueError(f"y must have {logits.shape[-1]} entries on its last axis, got shape {y.shape}")
-    if np.any(y <= 0) or not np.allclose(y.sum(-1), 1.):
-        raise ValueError("y must lie in the open simplex (positive entries summing to 1)")
-    K, ly = y.shape[-1], np.log(y)
+    if log_y:
+        if not np.allclose(special.logsumexp(y, axis=-1), 0.):
+            raise ValueError("y must hold log y of a point of the open simplex (finite entries whose exps sum to 1)")
+        ly = y
+    else:
+        if np.any(y <= 0) or not np.allclose(y.sum(-1), 1.):
+            raise ValueError("y must lie in the open simplex (positive entries summing to 1); at small tau pass log y "
+                             "with log_y=True")
+        ly = np.log(y)
+    K = y.shape[-1]
     return (special.gammaln(K) + (K - 1) * np.log(tau) + np.sum(logits - (tau + 1) * ly, axis=-1)
             - K * special.logsumexp(logits - tau * ly, axis=-1))
 

@@ -203,10 +203,10 @@ class VQVAE(VAE):
 
     def log_weights(self,
                     X,         # images (n, D)
-                    K:int,     # importance samples per image
+                    K:int,     # importance samples S per image (named as in `VAE.log_weights`; not the codebook size)
                     rng=None,  # unused: every draw of the one-hot q(z | x) is the same code
                    ) -> np.ndarray:
-        "Log importance weights log p(x | z_q) + log p(z) - log q(z | x), the same for all K draws; shape (K, n)."
+        "Log importance weights log p(x | z_q) + log p(z) - log q(z | x), the same for all S = K draws; shape (K, n)."
         lw = self.log_likelihood(X) - self.n_latents * np.log(self.n_codes)
         return np.broadcast_to(lw, (check_count("K", K),) + lw.shape).copy()
 
@@ -214,6 +214,15 @@ class VQVAE(VAE):
         "KL(q(z_m | x) || uniform) of each of the M codes, log K each; shape (M,)."
         self._check_fitted(); self._check_X(X)
         return np.full(self.n_latents, np.log(self.n_codes))
+
+    def active_units(self,
+                     X,                   # images (n, D) in [0, 1]
+                     threshold:float=0.,  # share of the n M assignments above which a code counts as used
+                    ) -> int:
+        "Number of codebook vectors in use: codes taking more than `threshold` of the assignments of X (default: any); K minus the dead codes."
+        threshold = check_positive("threshold", threshold, strict=False)
+        k = self.encode(X)[1]
+        return int(np.sum(np.bincount(k.ravel(), minlength=self.n_codes) / k.size > threshold))
 
 # %% ../nbs/08e_vq_vae.ipynb #b63e08f8
 VQVAE_TRAIN = dict(n_codes=16, n_latents=4, code_dim=2, hidden=(64,), beta=0.25, batch_size=128, lr=1e-2)
@@ -267,10 +276,11 @@ def fig_codebook(rng=0, # random generator or seed of `trained_vqvae`
 def fig_vq_images(n:int=10, # images per row
                   rng=0,    # random generator or seed of `trained_vqvae` and of the generated images
                  ):
-    "Test images, their VQ-VAE reconstructions, and images decoded from codes drawn from the empirical and the uniform prior."
+    "Test images, their VQ-VAE reconstructions, and images decoded from codes drawn from the empirical and the uniform prior (independent draws: the two rows share no random numbers, so column j of one row has nothing to do with column j of the other)."
     m, data = trained_vqvae(rng=rng), digits_data()
+    gen = as_rng(rng).spawn(1)[0]        # one stream for both rows (they share no draws), apart from the training's
     rows = [("data", data.X_test[:n]), ("reconstruction", m.reconstruct(data.X_test[:n])),
-            ("empirical prior", m.sample(n, rng=rng)), ("uniform prior", m.sample(n, rng=rng, prior="uniform"))]
+            ("empirical prior", m.sample(n, rng=gen)), ("uniform prior", m.sample(n, rng=gen, prior="uniform"))]
     fig, axes = new_figure(len(rows), n, width=n * 0.8, height=0.9 * len(rows))
     for r, (name, imgs) in enumerate(rows):
         show_images(axes[r], imgs); axes[r, 0].set_ylabel(name, rotation=0, ha="right", fontsize=9)

@@ -133,6 +133,32 @@ def test_concrete_tends_to_categorical_as_tau_falls(seed):
     assert np.all(np.abs(s.mean(0) - pi) < 5 * np.sqrt(pi * (1 - pi) / 20_000))
 
 
+def test_concrete_log_space_at_small_temperature(seed):
+    """tau = 0.01, where y underflows to exact zeros and the probability form raises (the old code had no other form;
+    this test fails on it). Draws in log space (`log_y=True`) are the logs of the probability-space draws with the same
+    noise; (4) evaluated from log y is finite at every draw, agrees with the probability form wherever y is a normal
+    float, and for K = 2 equals the logistic change of variables written in log y, also at draws whose y underflows.
+    Identities to rounding; the two `np.any` checks fail with probability < exp(-39): y_k = 0 once a perturbed logit
+    is 745 tau = 7.45 below the largest, which for the pair (1, 4) alone has probability P(logistic > 7.45 +
+    log(0.1 / 0.4)) = 0.0023 per draw, and for K = 2 below P(|logistic + 1.1| > 7.45) = 0.0019."""
+    lg = np.log([0.1, 0.2, 0.3, 0.4])
+    ly = gumbel_softmax(lg, 0.01, 20_000, rng=seed(21), log_y=True)
+    y = gumbel_softmax(lg, 0.01, 20_000, rng=seed(21))
+    assert np.any(y == 0)
+    with pytest.raises(ValueError, match="simplex"):
+        concrete_logpdf(y, lg, 0.01)
+    ok = y.min(1) > 1e-300                                   # rows of normal floats: both forms apply
+    assert np.allclose(np.exp(ly[ok]), y[ok], rtol=1e-9, atol=0)
+    lp = concrete_logpdf(ly, lg, 0.01, log_y=True)
+    assert np.all(np.isfinite(lp))
+    assert np.allclose(concrete_logpdf(y[ok], lg, 0.01), lp[ok], rtol=1e-10, atol=1e-8)
+    l2 = np.array([0.7, -0.4])
+    ly2 = gumbel_softmax(l2, 0.01, 20_000, rng=seed(22), log_y=True)
+    ref = stats.logistic.logpdf(0.01 * (ly2[:, 0] - ly2[:, 1]) - (l2[0] - l2[1])) + np.log(0.01) - ly2.sum(1)
+    assert np.any(ly2.min(1) < -745.2)                       # draws whose y underflows are among those checked
+    assert np.allclose(concrete_logpdf(ly2, l2, 0.01, log_y=True), ref, rtol=1e-9, atol=0)
+
+
 def test_trained_cvae_uses_the_label(data, seed):
     """Over 12 training seeds: mean ELBO gap true vs wrong labels 22.6-24.4 nats (s.e. 0.4 over images), >= 99.4 % of
     images positive; generated digits recognised as requested 99.6-100 %. Bounds 10 nats, 95 %, 90 %."""
@@ -196,6 +222,8 @@ def test_bad_inputs(data, seed):
         concrete_logpdf(np.array([0., 1.]), np.zeros(2))
     with pytest.raises(ValueError, match="y"):
         concrete_logpdf(np.array([0.2, 0.3, 0.5]), np.zeros(2))
+    with pytest.raises(ValueError, match="log y"):
+        concrete_logpdf(np.log([0.5, 0.6]), np.zeros(2), log_y=True)
 
 
 def test_cvae_log_weights_are_unbiased_for_the_elbo(data, seed):

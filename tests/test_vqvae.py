@@ -129,6 +129,24 @@ def test_elbo_is_reconstruction_minus_log_k(data, seed):
     assert np.allclose(m.reconstruct(X), P)
 
 
+def test_active_units_counts_codes_in_use(data, seed):
+    """`active_units` counts codebook vectors in use (K minus the dead codes), not coordinates of z_e: with 3 of 7 codes
+    moved far from every encoder output, at most 4 codes are used while all M D = 6 coordinates of z_e vary (the
+    inherited VAE.active_units returned 6 here, more than the codes in use: this test fails on it)."""
+    m = _random_model(np.random.default_rng(seed(10)), data, n_codes=7, n_latents=3, code_dim=2, hidden=(8,))
+    m.params["codebook"][4:] += 100.                             # three dead codes
+    X = data.X_test[:100]
+    z_e, k = m.encode(X)
+    used = np.unique(k).size
+    assert used <= 4 and m.active_units(X) == used
+    assert np.sum(np.var(z_e.reshape(len(X), -1), axis=0) > 0.01) == 6       # what the inherited count saw
+    share = np.bincount(k.ravel(), minlength=7) / k.size
+    t = np.sort(share[share > 0])[0]                             # the rarest code in use drops out above its share
+    assert m.active_units(X, threshold=t) == used - np.sum(share == t)
+    with pytest.raises(ValueError, match="threshold"):
+        m.active_units(X, threshold=-1.)
+
+
 def test_training_improves_the_bound(data, seed):
     """Over 3 training seeds, 15 epochs raise the test ELBO from its value at the initialisation by more than 5 nats
     per image, and the training objective (epoch averages) from the first to the last epoch by more than 3. This is
