@@ -15,11 +15,13 @@ from bayesnotes.vi import advi
 
 
 def _check(f, z, n_fast_at_least=1):
-    "The tape's value and gradient of a scalar f at z equal autograd's (values exactly, gradients to rounding)."
+    """The tape's value and gradient of a scalar f at z equal autograd's to rounding. (Not bit for bit: numpy computes
+    a scalar's `v**2` with libm's pow and an array's as v*v, which differ in the last bit for some v, e.g. at seed
+    offset 105 of the sweep; the replay runs on arrays.)"""
     tape = Tape(f, z)
     assert tape.n_fast >= n_fast_at_least          # the plain-numpy VJP under test was used, not autograd's
     v, g = tape(z)
-    assert np.array_equal(v, f(z))
+    assert np.allclose(v, f(z), rtol=1e-14, atol=1e-14)
     assert np.allclose(g, grad(f)(z), rtol=1e-12, atol=1e-14)
 
 
@@ -155,7 +157,7 @@ def test_primitives_with_tuple_values_replay_through_autograds_vjps(seed):
     for _ in range(3):
         x = rng.normal(size=2) * 0.5 + np.array([0.0, 1.0])
         v, g = tape(x)
-        assert np.array_equal(v, f(x)) and np.allclose(g, grad(f)(x), rtol=1e-12, atol=1e-13)
+        assert np.allclose(v, f(x), rtol=1e-14, atol=1e-14) and np.allclose(g, grad(f)(x), rtol=1e-12, atol=1e-13)
 
 
 # A log density that uses try/except as control flow: a correlation r = x[0] outside (-1, 1) makes the 2 x 2 matrix
@@ -315,7 +317,7 @@ def test_unpacking_and_iterating_over_traced_values_are_recorded(seed):
         return sum(xi**2 for xi in x) - ((mu - 1) / anp.exp(log_s))**2 + logdet
     z = rng.normal(size=3)
     tape = Tape(f, z)
-    assert np.array_equal(tape(z)[0], f(z)) and np.allclose(tape(z)[1], grad(f)(z), rtol=1e-12, atol=1e-13)
+    assert np.allclose(tape(z)[0], f(z), rtol=1e-14, atol=1e-14) and np.allclose(tape(z)[1], grad(f)(z), rtol=1e-12, atol=1e-13)
     assert "__iter__" not in vars(ArrayBox) and "__iter__" not in vars(SequenceBox)
 
 
