@@ -4,6 +4,7 @@ References are exact identities, closed forms, quadrature (converged to ~1e-8, c
 notebook) or importance sampling with tolerances from its own Monte Carlo standard error."""
 import time
 
+import warnings
 import numpy as np
 import pytest
 from scipy import integrate, optimize, special, stats
@@ -266,12 +267,24 @@ def test_clutter_without_clutter_is_exact(seed):
 
 
 def test_clutter_against_quadrature(seed):
-    # n = 30 points: EP error is a small fraction of a posterior sd (tolerances as in the probit grid test)
-    x = clutter_data(30, theta=1.5, rng=seed(11))
-    m, v, lz, _ = clutter_exact_1d(x[:, 0])
-    r = ep_clutter(x, damping=0.5, n_iter=500)
-    assert r.converged
-    assert abs(r.mean[0] - m) < 0.05 * np.sqrt(v) and abs(r.cov[0, 0] / v - 1) < 0.1 and abs(r.log_evidence - lz) < 0.05
+    """n = 30 points: on most data sets damped EP converges to within a small fraction of a posterior sd of the exact
+    posterior (tolerances as in the probit grid test), but not on all. Over 2000 data sets (seeds 0-1999, damping 0.5,
+    500 sweeps) 32 runs did not converge and 87 converged outside these tolerances (variance off by up to 98 %, once a
+    fixed point 12 sds from the exact mean): 119 in 2000, 95 % upper bound 0.071. (The single-data-set version of this
+    test failed at seed offset 115 of the sweep.) So 21 data sets are run and at least 12 must be converged and
+    accurate: P(10 or more of 21 bad) < 5.2e-7 at the upper bound, while an implementation that is wrong on most data
+    sets fails."""
+    rng = np.random.default_rng(seed(11))
+    good = 0
+    for _ in range(21):
+        x = clutter_data(30, theta=1.5, rng=rng)
+        m, v, lz, _ = clutter_exact_1d(x[:, 0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", E.EPConvergenceWarning)      # counted below, not an error here
+            r = ep_clutter(x, damping=0.5, n_iter=500)
+        good += bool(r.converged and abs(r.mean[0] - m) < 0.05 * np.sqrt(v) and abs(r.cov[0, 0] / v - 1) < 0.1
+                     and abs(r.log_evidence - lz) < 0.05)
+    assert good >= 12, good
 
 
 def test_damping_makes_oscillating_case_converge():
