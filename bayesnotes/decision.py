@@ -14,7 +14,7 @@ import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .plotting import COLORS, new_figure
 from .utils import (as_rng, blas_threads, check_count, check_finite, check_positive, check_probability,
-                              track)
+                              check_shape, track)
 from .core import ConvergenceWarning, beta_binomial_update, mvn_sample, value_and_grad
 from .datasets import load_digits01
 from .targets import logistic_regression
@@ -304,7 +304,11 @@ def classify_with_reject(probs,             # (n, C) class probabilities p(y | x
     best = rho[np.arange(len(p)), labels]
     rejected = np.zeros(len(p), dtype=bool)
     if reject_cost is not None:
-        r = float(check_finite("reject_cost", reject_cost))
+        r = check_shape("reject_cost", check_finite("reject_cost", reject_cost), ())
+        if r < 0:     # a negative cost makes abstaining pay more than any answer: every point would be rejected
+            raise ValueError(f"reject_cost must be a non-negative cost of abstaining, got {reject_cost!r}; a negative "
+                             "value rewards abstention and rejects everything")
+        r = float(r)
         rejected = r < best                         # abstain only when it is strictly cheaper
         labels = np.where(rejected, REJECT, labels)
         best = np.where(rejected, r, best)

@@ -110,12 +110,18 @@ def _mixture_sampler(target, proposal, weight, scale, name, n_draws, n_chains, x
     weight = float(check_probability("weight", weight, closed=True))
     scale = float(check_positive("scale", scale))
     rng = as_rng(rng)
-    def default(rng, n): return _propose(proposal, n, rng)[0]
-    target, lp_fn, x, lp = _start(target, dim, x0, n_chains, rng, default)
-    d = target.dim
+    d = as_target(target, dim).dim
+    def draw(rng, n):
+        "n proposals (n, d) with their log densities, checked against the target's dimension d."
+        y, lq_y = _propose(proposal, n, rng)
+        k = y.reshape(n, -1).shape[1]
+        if k != d:
+            raise ValueError(f"proposal draws points of dimension {k}, but the target has dimension {d}: give a proposal "
+                             f"on R^{d} (e.g. stats.multivariate_normal(np.zeros({d}), np.eye({d})))")
+        return y.reshape(n, d), lq_y
+    target, lp_fn, x, lp = _start(target, dim, x0, n_chains, rng, lambda rng, n: draw(rng, n)[0])
     def transition(rng, x, lp, it):
-        y, lq_y = _propose(proposal, n_chains, rng)
-        y = y.reshape(n_chains, d)
+        y, lq_y = draw(rng, n_chains)
         indep = rng.random(n_chains) < weight if weight < 1 else np.ones(n_chains, bool)
         prop = np.where(indep[:, None], y, x + scale * rng.standard_normal((n_chains, d)) if weight < 1 else x)
         log_q = np.where(indep, _proposal_logpdf(proposal, x) - lq_y, 0.0)   # eq. (1); 0 for the symmetric random walk

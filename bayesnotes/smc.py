@@ -790,7 +790,17 @@ def _next_delta(ll, max_delta, ess_min):
     return optimize.brentq(gap, lo, max_delta, xtol=1e-14, rtol=1e-10)
 
 def _prior_particles(prior_sample, rng, N):
-    x = np.asarray(prior_sample(rng, N), dtype=float)
+    "N particles (N, d) from `prior_sample(rng, N)`, checked; an error inside it says the argument order it is called with."
+    try:
+        x = prior_sample(rng, N)
+    except (TypeError, AttributeError, ValueError) as err:
+        # written as prior_sample(N, rng), it receives the Generator as N and the int as rng: "'int' object has no
+        # attribute 'normal'" or "'Generator' object cannot be interpreted as an integer", from inside the user's code
+        raise (ValueError if isinstance(err, ValueError) else TypeError)(
+            f"prior_sample raised {type(err).__name__} ({err}). It is called as prior_sample(rng, N): a numpy Generator "
+            f"first, the number of particles N = {N} second; if yours is written prior_sample(N, rng), swap its "
+            "arguments (e.g. lambda rng, N: rng.normal(size=(N, d)))") from err
+    x = np.asarray(x, dtype=float)
     if x.ndim == 1: x = x[:, None]
     if x.ndim != 2 or x.shape[0] != N:
         raise ValueError(f"prior_sample(rng, N) must return an array of shape (N, d) = ({N}, d), got {x.shape}")

@@ -95,7 +95,48 @@ class Target:
                    x, # one point, shape (dim,)
                   ) -> float:
         "Log density at one point."
-        return float(self._logp(np.asarray(x, dtype=float)))
+        x = np.asarray(x, dtype=float)
+        try:
+            v = self._logp(x)
+        except (ValueError, IndexError) as err:
+            self._explain(err, x, traced=False)
+            raise
+        return self._scalar(v)
+
+    def _scalar(self, v):
+        "The log density's value at one point as a float; a ValueError with the shape it returned if not a scalar."
+        try:
+            return float(v)
+        except TypeError:                   # an array: numpy says only "only 0-dimensional arrays can be converted"
+            a = np.asarray(v, dtype=float)
+            if a.size == 1:
+                return float(a.reshape(()))
+        raise ValueError(f"the log density must return a scalar (the log density of one point x of shape ({self.dim},)), "
+                         f"but it returned an array of shape {np.shape(v)}; sum its terms (anp.sum), or for a density "
+                         "of a batch of points (n, dim) -> (n,) pass batched=True") from None
+
+    def _explain(self, err, x, traced=True):
+        """Raise a clearer error for the exception `err` raised while evaluating (`traced`: differentiating with autograd)
+        the log density at x, when the log density evaluated on plain numpy tells why; else return (the caller re-raises).
+        Only called on a failure, so it costs nothing on the way that works."""
+        try:
+            with np.errstate(all="ignore"):             # on a copy: a density that assigns into x must not change it
+                v = self._logp(np.array(x, dtype=float))
+        except Exception as plain:
+            if type(plain) in (ValueError, IndexError):   # e.g. numpy's "shapes (3,3) and (2,) not aligned" in user code
+                raise type(plain)(f"the log density raised {type(plain).__name__} at a point x of shape {np.shape(x)} "
+                                  f"(dim={self.dim}): {plain}. If it expects points of another length, pass that "
+                                  "dimension (`dim`, or an `x0` of that length)") from plain
+            return
+        if not self.batched and np.size(v) != 1:
+            self._scalar(v)                               # raises: the density is not scalar-valued
+        if traced and isinstance(err, (TypeError, ValueError, AttributeError)):
+            raise TypeError("autograd cannot differentiate the log density: it runs on plain numpy arrays but fails on "
+                            "autograd's traced values (ArrayBox): it calls numpy, math or scipy functions directly, or "
+                            "assigns into an array. Write it with autograd.numpy "
+                            "(`import autograd.numpy as anp`: anp.sum, anp.exp, anp.dot, ... "
+                            "and autograd.scipy for special functions and densities), or pass `grad`. autograd's error: "
+                            f"{type(err).__name__}: {err}") from err
 
     def value_and_grad(self,
                        x, # one point, shape (dim,)
@@ -108,9 +149,13 @@ class Target:
             v, g = self._vg_batch(x.reshape(1, self.dim))
             return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
         if self._grad is not None:
-            return float(self._logp(x)), np.asarray(self._grad(x), dtype=float)
-        v, g = (self._replay or self._vg)(x)
-        return float(v), np.asarray(g, dtype=float)
+            return self.logdensity(x), np.asarray(self._grad(x), dtype=float)
+        try:
+            v, g = (self._replay or self._vg)(x)
+        except (TypeError, ValueError, IndexError, AttributeError) as err:
+            self._explain(err, x)        # a non-scalar density, plain numpy that autograd cannot trace, or a wrong dim
+            raise
+        return self._scalar(v), np.asarray(g, dtype=float)
 
     def grad(self,
              x, # one point, shape (dim,)
@@ -124,7 +169,11 @@ class Target:
         "Hessian (dim, dim) of the log density at x: autograd when available, else central differences of `grad`."
         x = np.asarray(x, dtype=float)
         if self._grad is None:
-            return np.asarray(autograd.hessian(self._logp)(x), dtype=float)
+            try:
+                return np.asarray(autograd.hessian(self._logp)(x), dtype=float)
+            except (TypeError, ValueError, IndexError, AttributeError) as err:
+                self._explain(err, x)
+                raise
         h = 1e-5 * np.maximum(1.0, np.abs(x))
         H = np.array([(self.grad(x + hi * e) - self.grad(x - hi * e)) / (2 * hi) for hi, e in zip(h, np.eye(self.dim))])
         return 0.5 * (H + H.T)
@@ -139,7 +188,11 @@ class Target:
             return np.asarray(v, dtype=float).reshape(X.shape[:-1]), np.asarray(g, dtype=float).reshape(X.shape)
         if self.batched and self._grad is None:
             # one forward pass: the vector-Jacobian product with a vector of ones gives every row's gradient
-            vals, grads = (self._replay or partial(_autograd_ones, self._logp))(X)
+            try:
+                vals, grads = (self._replay or partial(_autograd_ones, self._logp))(X)
+            except (TypeError, ValueError, IndexError, AttributeError) as err:
+                self._explain(err, X)
+                raise
             return np.asarray(vals, dtype=float), np.asarray(grads, dtype=float)
         if X.ndim > 2:   # any leading shape: one row at a time, then the values take the leading shape back
             out = [self.value_and_grad(x) for x in X.reshape(-1, self.dim)]

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 import functools
 import inspect
 import math
+import sys
+import time
 
 import numpy as np
 from scipy import linalg
@@ -184,17 +186,70 @@ def shares_parameters(source,   # the function whose parameters (names, defaults
     return decorate
 
 # %% ../nbs/00a_utils.ipynb #dadd4b0d
+class _TextProgress:
+    """The progress line `track` shows without tqdm: "desc: 40/100 (40%), 3 s, about 5 s left" rewritten in place on
+    stderr (at most every `mininterval` seconds, and at the end). It takes tqdm's calls that the book makes: iteration,
+    `update(n)`, `close()`, `set_description`, `set_postfix`, and `disable`; other tqdm options are ignored."""
+    def __init__(self, iterable=None, desc=None, total=None, disable=False, file=None, mininterval=0.5, **ignored):
+        if total is None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        self.iterable, self.desc, self.total, self.disable = iterable, desc, total, bool(disable)
+        self.file, self.mininterval, self.n, self.postfix = file, float(mininterval), 0, ""
+        self.start = self.last = time.monotonic()
+        self.closed = False
+
+    def _show(self, end=""):
+        out = self.file if self.file is not None else sys.stderr   # looked up late: pytest's capsys swaps stderr
+        done = f"{self.n}" if not self.total else f"{self.n}/{self.total} ({100 * self.n / self.total:.0f}%)"
+        t = time.monotonic() - self.start
+        left = f", about {t * (self.total - self.n) / self.n:.0f} s left" if self.total and 0 < self.n < self.total else ""
+        out.write(f"\r{self.desc + ': ' if self.desc else ''}{done}, {t:.0f} s{left}{self.postfix}" + end)
+        out.flush()
+
+    def update(self, n=1):
+        "Count n more steps; redraw the line when `mininterval` seconds have passed since the last redraw."
+        self.n += n
+        now = time.monotonic()
+        if not self.disable and now - self.last >= self.mininterval:
+            self.last = now
+            self._show()
+
+    def close(self):
+        "Draw the final count and end the line (once)."
+        if not self.closed and not self.disable:
+            self._show("\n")
+        self.closed = True
+
+    def set_description(self, desc=None, refresh=True): self.desc = desc
+    def set_postfix(self, ordered_dict=None, refresh=True, **kwargs):
+        items = {**(ordered_dict or {}), **kwargs}
+        self.postfix = "".join(f", {k}={v}" for k, v in items.items())
+
+    def __iter__(self):
+        try:
+            for item in self.iterable:
+                yield item
+                self.update(1)
+        finally:
+            self.close()
+
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
+
 def track(iterable,             # what to iterate over
-          progress:bool=False,  # show a bar (needs tqdm, from the book extras)
+          progress:bool=False,  # show progress: a tqdm bar, or a plain text line on stderr when tqdm is not installed
           **kwargs,           # passed on to `tqdm.auto.tqdm` (desc, total, ...)
          ):
-    "Wrap `iterable` in a tqdm.auto progress bar when `progress` is true (the `progress=` of every long computation)."
+    "Wrap `iterable` in a progress display when `progress` is true: a tqdm.auto bar, or a text line on stderr without tqdm (the `progress=` of every long computation)."
     if not progress:
         return iterable
     try:
         from tqdm.auto import tqdm
-    except ImportError:  # the lean install has no tqdm: run without a bar
-        return iterable
+    except ImportError:
+        # the lean install has no tqdm (a dev extra). A plain text line on stderr, rewritten with "\r", shows in a
+        # terminal, in Jupyter and in a log file alike, so `progress=True` always shows something; tqdm stays optional
+        # rather than a runtime dependency (the lean install keeps the five packages of `requirements` in settings.ini)
+        return _TextProgress(iterable, **kwargs)
     return tqdm(iterable, **kwargs)
 
 # %% ../nbs/00a_utils.ipynb #ec73c7e5

@@ -74,6 +74,27 @@ def test_progress_passthrough():
     assert list(track([1, 2], progress=True, disable=True)) == [1, 2]
 
 
+def test_progress_without_tqdm_writes_a_text_line_to_stderr(monkeypatch, capsys):
+    "The lean install has no tqdm: `progress=True` still shows the count (a plain line on stderr), in both ways the book uses a bar."
+    monkeypatch.setitem(sys.modules, "tqdm", None)          # `import tqdm.auto` now raises ImportError, as without tqdm
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    assert list(track(range(3), progress=True, desc="advi")) == [0, 1, 2]       # the items, unchanged
+    err = capsys.readouterr().err
+    assert err.endswith("\n") and "advi: 3/3 (100%)" in err.split("\r")[-1], repr(err)
+    bar = track(range(10), progress=True, desc="nuts", total=10, mininterval=0.0)   # as `mcmc.sample` drives it
+    for _ in range(4):
+        bar.update(1)
+    bar.set_postfix(step=0.5)
+    bar.close(); bar.close()                                  # a second close draws nothing more
+    lines = capsys.readouterr().err.split("\r")[1:]
+    assert [l.split(",")[0] for l in lines] == ["nuts: 1/10 (10%)", "nuts: 2/10 (20%)", "nuts: 3/10 (30%)",
+                                                "nuts: 4/10 (40%)", "nuts: 4/10 (40%)"], lines
+    assert "about" in lines[0] and lines[-1].endswith("step=0.5\n")
+    assert list(track(iter("ab"), progress=True)) == ["a", "b"] and "2, " in capsys.readouterr().err   # no total: a count
+    assert list(track([1, 2], progress=True, disable=True)) == [1, 2] and capsys.readouterr().err == ""
+    assert list(track([1, 2], progress=False)) == [1, 2] and capsys.readouterr().err == ""
+
+
 # ---------------------------------------------------------------- log weights
 def test_log_normalize_and_ess_properties(seed):
     rng = np.random.default_rng(seed(0))
