@@ -177,7 +177,9 @@ def test_cavi_ising_monotone(schedule, damping, seed):
 def test_cavi_ising_fixed_point_and_bound(seed):
     img = ising_test_image(24)
     y = img + 1.5 * np.random.default_rng(seed(0)).standard_normal(img.shape)
-    res = cavi_ising(y, J=0.7, sigma=1.5, n_iter=200, damping=0.0, schedule="checkerboard")
+    # 200 sweeps left some data sets short of the fixed point (the largest residual was 1e-4 at 28 of 400 noise seeds;
+    # it failed at seed offset 107 of the sweep); after 2000 sweeps the residual was below 7e-16 on all of them
+    res = cavi_ising(y, J=0.7, sigma=1.5, n_iter=2000, damping=0.0, schedule="checkerboard")
     mu = res.mean
     nb = np.zeros_like(mu)
     nb[1:] += mu[:-1]; nb[:-1] += mu[1:]; nb[:, 1:] += mu[:, :-1]; nb[:, :-1] += mu[:, 1:]
