@@ -4,6 +4,7 @@
 
 # %% ../nbs/02c_ep_models.ipynb #de0a5993
 from __future__ import annotations
+import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -13,8 +14,9 @@ from scipy.spatial.distance import cdist
 from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
 from .plotting import COLORS, new_figure
 from .diagnostics import mcse_mean
+from .core import ConvergenceWarning
 from .ep import (EPHistory, EPResult, _EPPlan, _SweepLog, _a1, _check_ep_args, _ep_glm, _labels_pm1,
-                           _probit_moments, _probit_moments_scalar)
+                           _probit_moments, _probit_moments_scalar, _warn_not_converged)
 
 # %% auto #0
 __all__ = ['elliptical_slice', 'Tournament', 'synthetic_tournament', 'trueskill_design', 'trueskill_log_lik', 'trueskill',
@@ -190,6 +192,7 @@ def _trueskill_factorized(w, l, P, mu0, sigma0, beta, n_iter, damping, tol, prog
         le = _factorized_log_evidence(lam, h, lam0, h0, tw, nw, tl, nl, w, l, c)
         if log.record((tw, nw, tl, nl), old, le, skipped, h / lam): break
     hist = log.history()
+    _warn_not_converged("trueskill", hist, log.converged, n_iter, damping, tol)
     return EPResult(h / lam, np.diag(1 / lam), float(hist.log_evidence[-1]), hist, log.converged,
                     np.c_[tw, tl], np.c_[nw, nl])
 
@@ -215,6 +218,7 @@ def trueskill(winners,               # index of the winner of each game, shape (
     X = trueskill_design(w, l, P, beta)
     r = _ep_glm(X, np.ones(w.size), sigma0**2 * np.eye(P), _EPPlan("probit", n_iter=int(n_iter), damping=damping, tol=tol),
                 progress)
+    _warn_not_converged("trueskill", r.history, r.converged, n_iter, damping, tol)
     return r._replace(mean=mu0 + r.mean)
 
 # %% ../nbs/02c_ep_models.ipynb #de0badd8
@@ -367,6 +371,7 @@ def gp_ep(K,                          # prior covariance of the latent f at the 
         mu, Sigma, L, alpha, hld = _sites_to_q(K, tau, nu)                           # recompute (R&W Alg. 3.5)
         if log.record((tau, nu), old, _gp_ep_log_evidence(y, mu, Sigma, tau, nu, hld), 0, mu.copy()): break
     hist = log.history()
+    _warn_not_converged("gp_ep", hist, log.converged, n_iter, damping, tol)
     return GPResult(mu, Sigma, float(hist.log_evidence[-1]), alpha, tau, nu, L, hist, log.converged)
 
 def _probit_derivs(y, f):
@@ -402,6 +407,9 @@ def gp_laplace(K,                  # prior covariance of the latent f at the tra
         f, a, gain, obj = f_new, a_new, obj_new - obj, obj_new
         rows.append((change, np.nan, 0, f.copy()))
         if gain < tol: converged = True; break
+    if not converged:
+        warnings.warn(f"gp_laplace did not converge: after n_iter={n_iter} Newton steps the objective still rose by "
+                      f"{gain:.3g} (tol={tol:g}); pass a larger n_iter", ConvergenceWarning, stacklevel=2)
     lp, g, W = _probit_derivs(y, f)
     sW = np.sqrt(W)
     L = linalg.cholesky(np.eye(n) + sW[:, None] * K * sW, lower=True)

@@ -239,3 +239,27 @@ def test_gp_bad_inputs():
                        ("n", lambda: gp_toy_1d(n=0))):
         with pytest.raises(ValueError, match=name):
             call()
+
+
+# ---------------------------------------------------------------- silent stops (noted in stop 37, fixed in stop 38)
+def test_trueskill_gp_ep_and_gp_laplace_warn_when_they_stop_unconverged():
+    """These stopped at n_iter with converged=False and no word (the other EP functions warn); each now warns, naming
+    the function and what to change, and a run that converges stays silent."""
+    import warnings
+    from bayesnotes.ep import EPConvergenceWarning
+    from bayesnotes.core import ConvergenceWarning
+    T = synthetic_tournament()
+    x, y = gp_toy_1d()
+    K = se_kernel(x, lengthscale=1.0, variance=4.0)
+    for factorized in (True, False):
+        with pytest.warns(EPConvergenceWarning, match="trueskill did not converge"):
+            r = trueskill(T.winners, T.losers, len(T.skills), factorized=factorized, n_iter=1)
+        assert not r.converged
+    with pytest.warns(EPConvergenceWarning, match="gp_ep did not converge"):
+        assert not gp_ep(K, y, n_iter=1).converged
+    with pytest.warns(ConvergenceWarning, match="gp_laplace did not converge"):
+        assert not gp_laplace(K, y, n_iter=1).converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gp_ep(K, y).converged and gp_laplace(K, y).converged
+        assert trueskill(T.winners, T.losers, len(T.skills)).converged
