@@ -67,6 +67,11 @@ def _differences(fresh, reference):
 Z_AGREE = stats.norm.isf(0.5e-6 / 18)   # 18 comparisons (mean and sd at 9 inputs) at 1e-6 in all (Bonferroni): 5.52
 
 
+# about 50-60 s on the 2-core machine, the largest single test of `make test` (whose budget is 15 minutes for
+# everything): it runs in `make test-slow` with the fully independent run below. `make test` keeps the stored
+# reference's own checks (its R-hat, ESS and provenance, in 07_bnn), and the NUTS kernel is checked against exact
+# answers in tests/test_mcmc.py and on a small BNN in tests/test_bnn.py.
+@pytest.mark.slow
 def test_short_fresh_run_agrees_with_the_stored_reference(reference, seed):
     """8 fresh chains start at the members of a fresh anchored ensemble (another seed) and run the reference's
     adapted NUTS kernel (its step sizes and diagonal metrics, no adaptation): 25 discarded + 60 kept iterations, about
