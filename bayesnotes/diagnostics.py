@@ -78,6 +78,12 @@ def _tiny_scale(a):
     flat = a.reshape(-1, a.shape[-1])
     return (np.ptp(flat, axis=0) < np.finfo(float).resolution) & ~np.all(flat == flat[:1], axis=0)
 
+def _warn_tiny_scale(a, what):
+    "Warn (RuntimeWarning) when a quantity of a varies by less than 1e-15: ArviZ's rule gives it the ESS S."
+    if np.any(_tiny_scale(a)):
+        warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical "
+                      f"and gives it the ESS S, so {what} is not to be trusted; rescale it", RuntimeWarning, stacklevel=3)
+
 def _ess_input(x, what):
     "Validate draws for an ESS function: (chain, draw, k) array, trailing shape and the constant mask, with the warnings."
     a, shape = _as_chains(x, stacklevel=4)
@@ -209,9 +215,7 @@ def ess_tail(x,                 # draws (chain, draw) or (chain, draw, ...)
 def ess_mean(x):   # draws (chain, draw) or (chain, draw, ...)
     "Effective sample size for the posterior mean: ESS of the raw (not rank-normalised) split chains."
     a, shape, const = _ess_input(x, "the ESS of the mean")
-    if np.any(_tiny_scale(a)):
-        warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical "
-                      "and gives it the ESS S (its MCSE is then too small); rescale it", RuntimeWarning, stacklevel=2)
+    _warn_tiny_scale(a, "the ESS of the mean (and its MCSE)")
     out = _ess(_split(a))
     out[const] = np.nan
     return _finish(out, shape)
@@ -275,9 +279,7 @@ def mcse_mean(x):   # draws (chain, draw) or (chain, draw, ...)
     "Monte Carlo standard error of the posterior mean: sd / sqrt(ESS of the mean)."
     a, shape = _as_chains(x)
     _short_for_ess(a, "the MCSE of the mean")
-    if np.any(_tiny_scale(a)):
-        warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical, "
-                      "so its ESS is S and this MCSE too small; rescale it", RuntimeWarning, stacklevel=2)
+    _warn_tiny_scale(a, "the MCSE of the mean")
     sd = a.reshape(-1, a.shape[-1]).std(axis=0, ddof=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

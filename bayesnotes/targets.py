@@ -194,11 +194,8 @@ class Target:
                 self._explain(err, X)
                 raise
             return np.asarray(vals, dtype=float), np.asarray(grads, dtype=float)
-        if X.ndim > 2:   # any leading shape: one row at a time, then the values take the leading shape back
-            out = [self.value_and_grad(x) for x in X.reshape(-1, self.dim)]
-            return np.array([v for v, _ in out]).reshape(X.shape[:-1]), np.array([g for _, g in out]).reshape(X.shape)
-        out = [self.value_and_grad(x) for x in X]
-        return np.array([v for v, _ in out]), np.array([g for _, g in out]).reshape(X.shape)
+        out = [self.value_and_grad(x) for x in X.reshape(-1, self.dim)]   # one row at a time, any leading shape
+        return np.array([v for v, _ in out]).reshape(X.shape[:-1]), np.array([g for _, g in out]).reshape(X.shape)
 
     def check_point(self,
                     x,              # candidate starting point, shape (dim,)
