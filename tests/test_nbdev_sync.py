@@ -57,7 +57,7 @@ def test_no_stray_modules():
     "Every module in the package comes from a notebook's default_exp (nothing hand-written)."
     import json
     exported = set()
-    for nb in (ROOT / "nbs").glob("*.ipynb"):
+    for nb in (ROOT / "nbs").rglob("*.ipynb"):
         for cell in json.loads(nb.read_text())["cells"]:
             src = "".join(cell["source"])
             if cell["cell_type"] == "code" and "#| default_exp" in src:
