@@ -78,9 +78,12 @@ def check(exercise_id:str,   # e.g. "mcmc.3" (the heading of the exercise)
     if _missing(answer):
         return CheckResult(ex.id, False, "missing", f"{head}: no answer yet. Replace the `...` (or None) above with "
                            f"your answer and run this cell again.", seed)
+    gen = np.random.default_rng(seed)
+    start = gen.bit_generator.state
     try:
-        n = ex.checker(answer, np.random.default_rng(seed))
+        n = ex.checker(answer, gen)
     except Fail as f:
+        random_cases = gen.bit_generator.state != start   # a checker that drew nothing has no cases to repeat
         lines = [f"{head}: not yet.", f"  {f.case}"]
         if f.expected is not None:
             lines.append(f"  expected: {f.expected if isinstance(f.expected, str) else _short(f.expected)}")
@@ -88,7 +91,8 @@ def check(exercise_id:str,   # e.g. "mcmc.3" (the heading of the exercise)
             lines.append(f"  got:      {f.got if isinstance(f.got, str) else _short(f.got)}")
         if f.hint:
             lines.append(f"  hint: {f.hint}")
-        lines.append(f"  (random cases from rng={seed}; pass rng={seed} to check to see the same cases again)")
+        if random_cases:
+            lines.append(f"  (random cases from rng={seed}; pass rng={seed} to check to see the same cases again)")
         return CheckResult(ex.id, False, "failed", "\n".join(lines), seed)
     except StudentError as e:
         if isinstance(e.exc, NotImplementedError):
@@ -115,14 +119,20 @@ class Exercise(NamedTuple):
 
 class Fail(Exception):
     "Raised by a checker: which case failed, what was expected and what came back, and a hint (never the answer)."
-    def __init__(self, case:str, expected:Any=None, got:Any=None, hint:str|None=None):
+    def __init__(self, case:str,          # which case failed and how, as the student reads it
+                 expected:Any=None,         # the expected value or a description (None: not shown)
+                 got:Any=None,              # what came back (None: not shown)
+                 hint:str|None=None,        # a pointer to the likely mistake, never the answer
+                ):
         super().__init__(case)
         self.case, self.expected, self.got, self.hint = case, expected, got, hint
 
 
 class StudentError(Exception):
     "The student's code raised: which case called it, and the exception."
-    def __init__(self, case, exc):
+    def __init__(self, case:str,          # what was being run ("case 2 of 4: f(x=...)")
+                 exc:BaseException,         # the exception the student's code raised
+                ):
         super().__init__(case)
         self.case, self.exc = case, exc
 
@@ -205,6 +215,8 @@ def as_array(got,        # what the student's code returned
              what:str="your result", # how to call it in the message
             ) -> np.ndarray:
     "`got` as a finite float array of the expected shape, or `Fail` saying what is wrong with it."
+    if got is None:
+        raise Fail(f"{case}: {what} is None.", hint="a function without a `return` statement returns None") from None
     try:
         arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
@@ -213,7 +225,8 @@ def as_array(got,        # what the student's code returned
         raise Fail(f"{case}: {what} has the wrong shape.", expected=f"shape {tuple(shape)}", got=f"shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise Fail(f"{case}: {what} contains NaN or infinity.", got=arr,
-                   hint="work in log space (scipy.special.logsumexp) and look for a division by zero or log(0)")
+                   hint="look for a division by zero, a log of zero or of a negative number, or an exp that overflows "
+                        "(sums of exponentials are safer in log space: scipy.special.logsumexp)")
     return arr
 
 
@@ -247,7 +260,7 @@ def expect_mean(draws,        # the student's draws or estimates, shape (n,) or 
                 case:str,     # the case, for the message
                 alpha:float=1e-6, # false-alarm probability of this comparison (all coordinates together)
                 hint:str|None=None, # a hint shown on failure
-                what:str="the mean of your draws",
+                what:str="the mean of your draws", # how to call the statistic in the message
                ):
     """`Fail` when the sample mean of `draws` is more than `z_bound(alpha, d)` standard errors from `mean` (CLT:
     valid for independent draws with finite variance; the standard error uses the exact `sd`, not the sample's)."""

@@ -96,7 +96,10 @@ def test_one_page_per_notebook(site):
 
 def test_sidebar_in_quarto_order(site):
     cfg = yaml.safe_load((ROOT / "_quarto.yml").read_text())
-    listed = [c if isinstance(c, str) else (c.get("href") or c.get("file")) for c in cfg["website"]["sidebar"]["contents"]]
+    sys.path.insert(0, str(TOOLS))
+    from build_site import sidebar_order   # sections (problem sets, solutions) flattened in order
+
+    listed = sidebar_order(cfg)
     expected = [page_of(nb) for nb in listed if nb and (NBS / nb).exists()]
     assert expected, "no sidebar entry of _quarto.yml exists in nbs/"
     for name, soup in content_pages(site).items():
@@ -341,7 +344,8 @@ def test_no_widget_javascript_and_launch_links(site):
         dl = launch.find("a", download=True)
         assert dl is not None and dl["href"].endswith(nb), dl
         # a copy of the notebook (not compared byte for byte: others may be editing nbs/ while this runs)
-        assert json.loads((site.out / dl["href"]).read_text(encoding="utf-8"))["cells"], f"{dl['href']} is not a notebook"
+        copy = site.out / posixpath.normpath(posixpath.join(posixpath.dirname(page_of(nb)), dl["href"]))
+        assert json.loads(copy.read_text(encoding="utf-8"))["cells"], f"{dl['href']} is not a notebook"
 
 
 # ------------------------------------------------------------------------------------------ citations unit tests
@@ -413,12 +417,14 @@ def test_pages_are_numbered_with_prose_toc(site):
 
 
 def test_previous_next_links(site):
-    order = [page_of(nb) for nb in (c if isinstance(c, str) else c["href"] for c in
-             yaml.safe_load((ROOT / "_quarto.yml").read_text())["website"]["sidebar"]["contents"]) if (NBS / nb).exists()]
+    sys.path.insert(0, str(TOOLS))
+    from build_site import sidebar_order   # sections (problem sets, solutions) flattened in order
+
+    order = [page_of(nb) for nb in sidebar_order(yaml.safe_load((ROOT / "_quarto.yml").read_text())) if (NBS / nb).exists()]
     for k, name in enumerate(order):
         nav = site.pages[name].select_one("nav.page-navigation")
         assert nav is not None, f"{name} has no previous/next links"
-        links = [a["href"] for a in nav.select("a.pagination-link")]
+        links = [posixpath.normpath(posixpath.join(posixpath.dirname(name), a["href"])) for a in nav.select("a.pagination-link")]
         want = ([order[k - 1]] if k else []) + ([order[k + 1]] if k + 1 < len(order) else [])
         assert links == want, f"{name}: previous/next {links} != {want}"
 

@@ -617,6 +617,10 @@ def doc_filters(nb_name, warn, settings: dict | None = None):
             from book_pages import book_pages, drop_removed_cells
 
             drop_removed_cells(nb)  # before nbdev's doc shell, so that nothing in them runs
+            if nb.cells and nb.cells[-1].cell_type == "code" and re.search(r"^#\|\s*export", nb.cells[-1].source, re.M):
+                # nbdev 2's mv_exports looks at the cell after every export cell: a notebook that ends with one (the
+                # checkers at the end of a solutions notebook) would stop the build with an IndexError
+                nb.cells.append(compat.mk_cell("<!-- end of the notebook -->", "markdown"))
             # the outputs the notebook was executed with (or none, when it was not executed) are the ones to
             # show; cells are kept alive in `stored` so their ids cannot be reused by new show_doc cells
             stored = {id(c): (c, copy.deepcopy(c.get("outputs"))) for c in nb.cells if c.cell_type == "code"}

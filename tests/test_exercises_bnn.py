@@ -1,0 +1,209 @@
+"""The problem set of the BNN chapter (nbs/exercises/07_bnn.ipynb): the solutions pass, plausible wrong answers fail
+(exercise_harness)."""
+import numpy as np
+from scipy import special, stats
+
+from exercise_harness import chapter_tests
+
+
+def _coverage_error(c):
+    "Large-sample calibration error of central intervals whose sd is c times the true one."
+    lv = np.round(np.arange(0.05, 0.951, 0.05), 2)
+    return float(np.mean(np.abs(2 * stats.norm.cdf(c * stats.norm.ppf(0.5 + lv / 2)) - 1 - lv)))
+
+
+# ---- shared pieces of the wrong answers -------------------------------------------------------------------------
+def _unpack(theta, d, H, column_major=False):
+    W1 = theta[:d * H].reshape(H, d).T if column_major else theta[:d * H].reshape(d, H)
+    return W1, theta[d * H:d * H + H], theta[d * H + H:d * H + 2 * H], theta[-1]
+
+
+def _prior_sd(d, H, alpha, beta, fan_in=True):
+    a1, a2 = (alpha[0] / np.sqrt(d), alpha[1] / np.sqrt(H)) if fan_in else alpha
+    return np.concatenate([np.full(d * H, a1), np.full(H, beta[0]), np.full(H, a2), [beta[1]]])
+
+
+def _log_joint(theta, X, y, hidden, alpha, beta, noise_std, fan_in=True, column_major=False, consts=True,
+               lik_scale=None, prior=True):
+    d, H = X.shape[1], hidden
+    W1, b1, w2, b2 = _unpack(theta, d, H, column_major)
+    f = np.tanh(X @ W1 + b1) @ w2 + b2
+    s = _prior_sd(d, H, alpha, beta, fan_in)
+    sig = noise_std if lik_scale is None else lik_scale
+    lp = stats.norm.logpdf(theta, 0, s).sum() if prior else 0.
+    ll = stats.norm.logpdf(y, f, sig).sum()
+    if not consts:
+        lp += 0.5 * np.log(2 * np.pi) * theta.size * prior
+        ll += 0.5 * np.log(2 * np.pi) * len(y)
+    return lp + ll
+
+
+def _prior_var(X, hidden, alpha, beta, half=0.5, width=1, fan_in=True, sd=False):
+    d = X.shape[1]
+    v1 = alpha[0] ** 2 * np.sum(X ** 2, 1) / (d if fan_in else 1) + beta[0] ** 2
+    v = beta[1] ** 2 + width * alpha[1] ** 2 * v1 * half
+    return np.sqrt(v) if sd else v
+
+
+def _mixture(y, f, sig, logw, how):
+    lp = stats.norm.logpdf(y, f, sig[:, None])
+    lw = logw - special.logsumexp(logw)
+    if how == "naive":               # exp, average, log: underflows to log(0) for far targets and overflows for big weights
+        with np.errstate(all="ignore"):
+            w = np.exp(logw) / np.exp(logw).sum()
+            return np.mean(np.log(w @ np.exp(lp)))
+    if how == "jensen":              # weighted mean of log densities: a lower bound, not the mixture
+        return np.mean(np.exp(lw) @ lp)
+    if how == "unnormalised":        # log weights used as they come
+        return np.mean(special.logsumexp(lp + logw[:, None], axis=0))
+    if how == "uniform":             # weights ignored
+        return np.mean(special.logsumexp(lp, axis=0) - np.log(len(sig)))
+
+
+def _kl_grad(mu, rho, s, how):
+    sig, dsig = np.logaddexp(0, rho), special.expit(rho)
+    g_sigma = sig / s ** 2 - 1 / sig
+    g_mu = mu / s ** 2
+    return {"sigma": (g_mu, g_sigma),                      # gradient in sigma reported as the one in rho: no Jacobian
+            "exp": (g_mu, g_sigma * np.exp(rho)),          # d softplus / d rho taken as exp(rho)
+            "sign": (g_mu, -g_sigma * dsig),               # sign of the rho gradient flipped
+            "mu_s": (mu / s, g_sigma * dsig),              # prior variance taken as s, not s^2, in the mu gradient
+            }[how]
+
+
+def _reparam(mu, rho, Phi, y, noise_std, n_draws, rng, how):
+    sig = np.exp(rho) if how == "exp" else np.logaddexp(0, rho)
+    eps = rng.standard_normal((1 if how == "one_eps" else n_draws, mu.size)) * np.ones((n_draws, 1))
+    theta = mu + sig * eps
+    g = (y - theta @ Phi.T) @ Phi / noise_std ** 2
+    if how == "mean":
+        g = g / len(y)
+    dsig = np.exp(rho) if how == "exp" else special.expit(rho)
+    g_rho = {"no_sigmoid": g * eps, "no_eps": g * dsig}.get(how, g * eps * dsig)
+    out = np.concatenate([g, g_rho], axis=1)
+    return -out if how == "sign" else out
+
+
+def _dropout(params, X, hidden, p, how):
+    d, H = X.shape[1], hidden
+    W1, b1, w2, b2 = _unpack(params, d, H)
+    h = np.maximum(X @ W1 + b1, 0)
+    if how == "inverted":            # PyTorch's convention: kept units scaled by 1 / (1 - p)
+        return h @ w2 + b2, p / (1 - p) * (h ** 2) @ (w2 ** 2)
+    if how == "shared":              # one mask for the whole layer
+        return (1 - p) * h @ w2 + b2, p * (1 - p) * (h @ w2) ** 2
+    if how == "no_keep":             # mean without the keep probability
+        return h @ w2 + b2, p * (1 - p) * (h ** 2) @ (w2 ** 2)
+    if how == "var_p":               # Bernoulli variance taken as p
+        return (1 - p) * h @ w2 + b2, p * (h ** 2) @ (w2 ** 2)
+
+
+def _jac(theta, x, tanh_prime=lambda t: 1 - t ** 2):
+    w1, b1, w2, b2 = theta
+    t = np.tanh(w1 * x + b1)
+    return np.column_stack([w2 * tanh_prime(t) * x, w2 * tanh_prime(t), t, np.ones_like(x)])
+
+
+def _laplace(theta, x, y, x_star, s, sigma, how):
+    tp = (lambda t: 1 - t) if how == "tanh" else (lambda t: 1 - t ** 2)
+    J, Js = _jac(theta, x, tp), _jac(theta, x_star, tp)
+    G = J.T @ J / (1. if how == "no_sigma" else sigma ** 2)
+    prior = {"prec_s": np.diag(1 / s), "no_prior": 0. * np.eye(4)}.get(how, np.diag(1 / s ** 2))
+    Lam = G + prior
+    if how == "hessian":             # the exact Hessian: the GGN plus the residual term, by finite differences of J
+        w = np.asarray(theta, float)
+        r = (y - (w[2] * np.tanh(w[0] * x + w[1]) + w[3])) / sigma ** 2
+        h = 1e-5
+        for k in range(4):
+            e = np.zeros(4); e[k] = h
+            dJ = (_jac(w + e, x) - _jac(w - e, x)) / (2 * h)
+            Lam[:, k] -= r @ dJ
+        Lam = (Lam + Lam.T) / 2
+    v = np.einsum("ij,ji->i", Js, np.linalg.solve(Lam, Js.T))
+    return v + sigma ** 2 if how == "plus_noise" else v
+
+
+def _blr(Phi, y, Phi_star, s, sigma, T, how):
+    Lam = Phi.T @ Phi / sigma ** 2 + np.diag(1 / s if how == "prec_s" else 1 / s ** 2)
+    m = np.linalg.solve(Lam, Phi.T @ y / sigma ** 2)
+    v = np.einsum("ij,ji->i", Phi_star, np.linalg.solve(Lam, Phi_star.T))
+    var = {"variance": T * v + sigma ** 2, "no_noise": T * v, "temper_noise": T * (v + sigma ** 2),
+           "inverse_T": v / T + sigma ** 2, "ignore_T": v + sigma ** 2}[how]
+    return Phi_star @ m, (var if how == "variance" else np.sqrt(var))
+
+
+WRONG = {
+    "bnn.1": [
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, consts=False),        # no 2 pi constants
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, fan_in=False),        # weight sd alpha, not alpha/sqrt(fan-in)
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, column_major=True),   # W1 unpacked column by column
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, lik_scale=s ** 2),    # noise variance used as the sd
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, prior=False),         # the log likelihood only
+    ],
+    "bnn.2": [
+        lambda X, H, a, b: _prior_var(X, H, a, b, half=1.0),          # E relu(a)^2 taken as Var a (no 1/2)
+        lambda X, H, a, b: _prior_var(X, H, a, b, width=H),           # output weight variance alpha_2^2, not alpha_2^2 / H
+        lambda X, H, a, b: _prior_var(X, H, a, b, fan_in=False),      # first layer without the fan-in
+        lambda X, H, a, b: _prior_var(X, H, a, b, sd=True),           # a standard deviation
+    ],
+    "bnn.3": [
+        lambda y, f, s, lw: _mixture(y, f, s, lw, "naive"),           # exp, then log: under- and overflow
+        lambda y, f, s, lw: _mixture(y, f, s, lw, "jensen"),          # mean of log densities (Jensen's lower bound)
+        lambda y, f, s, lw: _mixture(y, f, s, lw, "unnormalised"),    # weights not normalised
+        lambda y, f, s, lw: _mixture(y, f, s, lw, "uniform"),         # weights ignored
+    ],
+    "bnn.4": [
+        (0.1320, 0.2108),            # the two numbers swapped
+        (0.0, 0.0),                  # calibrated intervals (the sd never changed)
+        (0.2108, 0.2108),            # "too wide is as bad as too narrow": true only for 0.5 and 2
+        (_coverage_error(0.5 ** 0.5), _coverage_error(1.5 ** 0.5)),  # the variance scaled by c, not the sd
+    ],
+    "bnn.5": [
+        lambda mu, rho, s: _kl_grad(mu, rho, s, "sigma"),
+        lambda mu, rho, s: _kl_grad(mu, rho, s, "exp"),
+        lambda mu, rho, s: _kl_grad(mu, rho, s, "sign"),
+        lambda mu, rho, s: _kl_grad(mu, rho, s, "mu_s"),
+    ],
+    "bnn.6": [
+        lambda *a: _reparam(*a, how="no_sigmoid"),   # d sigma / d rho forgotten
+        lambda *a: _reparam(*a, how="no_eps"),       # d theta / d sigma = eps forgotten
+        lambda *a: _reparam(*a, how="one_eps"),      # one epsilon shared by every row
+        lambda *a: _reparam(*a, how="mean"),         # gradient of the mean log-likelihood, not the sum
+        lambda *a: _reparam(*a, how="exp"),          # sigma = exp(rho) instead of softplus(rho)
+        lambda *a: _reparam(*a, how="sign"),         # gradient of the negative log-likelihood
+    ],
+    "bnn.7": [
+        lambda th, X, H, p: _dropout(th, X, H, p, "inverted"),
+        lambda th, X, H, p: _dropout(th, X, H, p, "shared"),
+        lambda th, X, H, p: _dropout(th, X, H, p, "no_keep"),
+        lambda th, X, H, p: _dropout(th, X, H, p, "var_p"),
+    ],
+    "bnn.9": [
+        (1.0, 1.0),                  # "every ensemble samples the posterior"
+        (0.0, 0.0),                  # anchored=True forgotten in the second run
+        (1.0, 0.0),                  # swapped
+        (0.0, 0.05),                 # divided by the prior variance of the slope
+    ],
+    "bnn.10": [
+        lambda *a: _laplace(*a, how="plus_noise"),   # the variance of y, not of f
+        lambda *a: _laplace(*a, how="prec_s"),       # prior precision 1 / s
+        lambda *a: _laplace(*a, how="hessian"),      # exact Hessian instead of the GGN
+        lambda *a: _laplace(*a, how="tanh"),         # tanh' taken as 1 - tanh
+        lambda *a: _laplace(*a, how="no_sigma"),     # J^T J without the noise variance
+    ],
+    "bnn.11": [
+        lambda *a: _blr(*a, how="variance"),         # variance instead of sd
+        lambda *a: _blr(*a, how="no_noise"),         # spread of f only
+        lambda *a: _blr(*a, how="temper_noise"),     # the noise tempered too
+        lambda *a: _blr(*a, how="inverse_T"),        # covariance Lambda^-1 / T
+        lambda *a: _blr(*a, how="ignore_T"),         # temperature ignored
+    ],
+    "bnn.12": [
+        (0.01915, 4 * 0.01915),      # first-order law: step size proportional to the batch size
+        (0.01856, 0.06323),          # the crossings of the bias, not the slope
+        (0.0667, 0.0191),            # swapped
+        (0.0197, 0.0687),            # read off a coarse grid (3% off)
+    ],
+}
+
+test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("bnn", WRONG)
