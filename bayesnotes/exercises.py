@@ -30,7 +30,7 @@ class CheckResult(NamedTuple):
     "The verdict of `check`: truthy when the answer passed. Its repr is the message a student reads."
     exercise: str        # the exercise id
     passed: bool         # every case passed
-    status: str          # "passed", "failed", "error" (the answer raised) or "missing" (no answer yet)
+    status: str          # "passed", "failed", "error" (the answer raised), "missing" (no answer yet) or "internal" (a checker bug)
     message: str         # the verdict as printed
     seed: int            # the seed of the random cases: `check(..., rng=seed)` repeats them exactly
 
@@ -102,6 +102,10 @@ def check(exercise_id:str,   # e.g. "mcmc.3" (the heading of the exercise)
         msg = (f"{head}: your code raised {type(e.exc).__name__}: {e.exc}{where}\n  while running {e.case}\n"
                f"  (random cases from rng={seed})")
         return CheckResult(ex.id, False, "error", msg, seed)
+    except Exception as exc:   # a bug of the checker itself: say so, never show the student a traceback of the book
+        msg = (f"{head}: the checker itself failed ({type(exc).__name__}: {exc}). This is a bug in the book, not "
+               f"necessarily in your answer: please report it with rng={seed}.")
+        return CheckResult(ex.id, False, "internal", msg, seed)
     cases = f" on {n} cases" if isinstance(n, int) and n > 1 else ""
     return CheckResult(ex.id, True, "passed", f"{head}: passed{cases}. Well done.", seed)
 
