@@ -1,18 +1,19 @@
 """The problem set of the VI chapter (nbs/exercises/01_vi.ipynb): the solutions pass, typical wrong answers fail
 (exercise_harness). Each wrong answer is a mistake a student makes, named in its comment."""
 import numpy as np
+import pytest
 from scipy import special
 
 from exercise_harness import chapter_tests
 
 
 # vi.1: the ELBO of q = Ga(a, rate b) for x_n ~ Poisson(theta), theta ~ Ga(a0, rate b0)
-def _pg_elbo(x, a0, b0, a, b, Elog=None, Etheta=None, entropy=1.0, log_fact=True):
+def _pg_elbo(x, a0, b0, a, b, Elog=None, Etheta=None, entropy=1.0, log_fact=True, H_log_b=None):
     x = np.asarray(x, float)
     S, N = x.sum(), x.size
     Elog = special.digamma(a) - np.log(b) if Elog is None else Elog
     Etheta = a / b if Etheta is None else Etheta
-    H = a - np.log(b) + special.gammaln(a) + (1 - a) * special.digamma(a)
+    H = a + (-np.log(b) if H_log_b is None else H_log_b) + special.gammaln(a) + (1 - a) * special.digamma(a)
     return ((S + a0 - 1) * Elog - (N + b0) * Etheta - (special.gammaln(x + 1).sum() if log_fact else 0.0)
             + a0 * np.log(b0) - special.gammaln(a0) + entropy * H)
 
@@ -89,6 +90,8 @@ WRONG = {
         lambda x, a0, b0, a, b: _pg_elbo(x, a0, b0, a, b, Elog=np.log(a / b)),             # E log theta = log E theta
         lambda x, a0, b0, a, b: _pg_elbo(x, a0, b0, a, b, Elog=special.digamma(a) + np.log(b),
                                           Etheta=a * b),                                     # b read as a scale
+        lambda x, a0, b0, a, b: _pg_elbo(x, a0, b0, a, b, Elog=special.digamma(a) + np.log(b),
+                                          Etheta=a * b, H_log_b=np.log(b)),                  # ... in the entropy too
         lambda x, a0, b0, a, b: _pg_elbo(x, a0, b0, a, b, entropy=0.0),                    # forgets the entropy
     ],
     "vi.2": [
@@ -137,6 +140,8 @@ WRONG = {
         [0.319, 0.319],       # the ELBO gap reported for IWAE_100 too (K = 1 twice)
         [0.319, 1.934],       # -log of the weight of the missed mode
         [-0.319, -0.157],     # bound minus log p(x) instead of log p(x) minus bound
+        [0.319, 0.1666],      # the gap at K = 10 (exact) given for K = 100
+        [0.319, 0.1635],      # the gap at K = 10 as estimated with 10^4 replicates at seed offset 2001
     ],
     "vi.10": [
         _laplace(jacobian=False),         # no Jacobian in log theta
@@ -147,3 +152,29 @@ WRONG = {
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("vi", WRONG)
+
+
+# correct answers entered with fewer digits than the cells print must pass
+@pytest.mark.parametrize("ex_id,answer", [
+    ("vi.2", [0.29, 0.12]),        # rounded to two decimals (exact 0.2877, 0.1239)
+    ("vi.2", [0.288, 0.124]),
+    ("vi.9", [0.319, 0.157]),      # exact 0.3188, 0.1572
+    ("vi.9", [0.32, 0.157]),
+])
+def test_rounded_answer_passes(ex_id, answer, seed):
+    from bayesnotes.exercises import check
+    res = check(ex_id, answer, rng=seed(17))
+    assert res.passed, res.message
+
+
+# a typical mistake gets the hint that names it
+@pytest.mark.parametrize("ex_id,j,words", [
+    ("vi.1", 2, "rates, not scales"),                    # b read as a scale in the moments, entropy copied as given
+    ("vi.1", 3, "rates, not scales"),                    # b read as a scale throughout
+    ("vi.6", 1, "with respect to s, not log s"),
+    ("vi.9", 4, "gap at K = 10"),
+])
+def test_mistake_gets_its_hint(ex_id, j, words, seed):
+    from bayesnotes.exercises import check
+    res = check(ex_id, WRONG[ex_id][j], rng=seed(17))
+    assert not res.passed and words in res.message, res.message
