@@ -42,7 +42,7 @@ def _evsi_same_action(p, c_fn, c_fp, sens, spec):
     return now - after
 
 
-def _mondrian(rank, interp=False, global_q=False, clip=False):
+def _mondrian(rank, interp=False, global_q=False, clip=False, quantile=None):
     def sets(probs_cal, labels_cal, probs_test, alpha):
         C = probs_cal.shape[1]
         if global_q:
@@ -59,6 +59,10 @@ def _mondrian(rank, interp=False, global_q=False, clip=False):
                 q[c] = np.quantile(s, 1 - alpha)
                 continue
             k = rank(len(s), alpha)
+            if quantile:
+                if k <= len(s):
+                    q[c] = np.quantile(s, k / len(s), method=quantile)
+                continue
             if clip:
                 k = min(k, len(s))
             if k <= len(s):
@@ -118,6 +122,7 @@ WRONG = {
         list((1 - 1 / np.array([4, 16, 64])) * _EVPI_TRUE),                        # bias of order 1/n, not 1/sqrt(n)
         list((1 - 1 / np.sqrt([64, 16, 4])) * _EVPI_TRUE),                         # the three n in reverse order
         list((1 - 1 / np.sqrt([4, 16, 64])) * _EVPI_TRUE + 0.03),                  # a biased experiment
+        list((1 - 1 / np.sqrt([5, 17, 65])) * _EVPI_TRUE),                         # n + 1 draws per repetition
     ],
     "decision.4": [
         lambda theta, sigma2: float(james_stein_risk(np.sum(np.asarray(theta) ** 2), len(theta), sigma2)),  # JS to 0
@@ -142,6 +147,7 @@ WRONG = {
         _mondrian(_noplus1),                # rank ceil(n (1 - alpha)): no finite-sample correction
         _mondrian(None, interp=True),       # np.quantile at level 1 - alpha
         _mondrian(_plus1, clip=True),       # rank clipped to n_c: the rare class gets a finite threshold
+        _mondrian(_plus1, quantile="higher"),   # np.quantile(s, k / n, method="higher"): the (k + 1)-th smallest
     ],
     "decision.10": [
         _prob_best_pairwise,   # independence of the pairwise events assumed
@@ -149,6 +155,44 @@ WRONG = {
         _prob_best_normal,     # normal approximation of the posteriors
     ],
 }
+
+
+def _minimise_report(p, gamma):
+    # a numerical minimiser of the expected score: close to the closed form, but not to 1e-8
+    from scipy.optimize import minimize_scalar
+    return np.array([minimize_scalar(lambda q: pi * (1 - q) ** gamma + (1 - pi) * q ** gamma, bounds=(0, 1),
+                                     method="bounded", options={"xatol": 1e-12}).x for pi in np.asarray(p)])
+
+
+def test_answers_that_raise_are_reported(seed):
+    from bayesnotes.exercises import check
+    for ex in ("decision.3", "decision.5"):
+        r = check(ex, lambda: 1 / 0, rng=seed(0))
+        assert r.status == "error" and "ZeroDivisionError" in r.message, r.message
+
+
+def test_decision_9_wrong_answers_get_a_verdict(seed):
+    # a class without calibration points (case 2 of every run) once crashed the hint code (rng=1099)
+    from bayesnotes.exercises import check
+    for rng in (1099, seed(3)):
+        for w in WRONG["decision.9"]:
+            assert check("decision.9", w, rng=rng).status == "failed"
+    r = check("decision.9", WRONG["decision.9"][4], rng=seed(4))
+    assert "np.quantile at level k/n" in r.message, r.message
+
+
+def test_decision_7_numerical_minimiser_gets_the_near_miss_hint(seed):
+    from bayesnotes.exercises import check
+    r = check("decision.7", _minimise_report, rng=seed(5))
+    assert r.status == "failed" and "close but not exact" in r.message and "one value of gamma" not in r.message, r.message
+
+
+def test_derive_exercises_do_not_print_the_expected_value(seed):
+    from bayesnotes.exercises import check
+    for ex, w in (("decision.2", WRONG["decision.2"][3]), ("decision.4", WRONG["decision.4"][1]),
+                  ("decision.7", WRONG["decision.7"][0])):
+        r = check(ex, w, rng=seed(6))
+        assert r.status == "failed" and "expected:" not in r.message, r.message
 
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("decision", WRONG)
