@@ -75,7 +75,7 @@ def _check_mcmc_1(answer, rng):
             if i > 0 or exact > 0.05:
                 break
         case = (f"case {i + 1} of 5: log_mh_ratio(sigma={_num(sigma)}, sigma_new={_num(sigma_new)}, "
-                f"y=<{n} values>, rate={_num(rate)})")
+                f"y=[{', '.join(_num(v) for v in y)}], rate={_num(rate)})")
         got = float(as_array(call(answer, sigma, sigma_new, y.copy(), rate, case=case), (), case, "your log ratio"))
         if abs(got - exact) > 1e-8 * (1 + abs(exact)):
             raise Fail(f"{case}: your log ratio is not right.", got=got,
@@ -87,19 +87,23 @@ def _check_mcmc_1(answer, rng):
 def _mh_matrix(p, Q, variant="mh"):
     """Transition matrix of an accept/reject step with proposal Q (rows sum to 1) on target p: the exact MH kernel
     ("mh") or a typical mistake ("metropolis": no Hastings factor, "inverted": the Hastings factor upside down,
-    "accept": every proposal accepted, "reject": none accepted, "target_inverted": the target ratio upside down)."""
+    "accept": every proposal accepted, "reject": none accepted, "target_inverted": the target ratio upside down,
+    "one_way": a proposal that cannot be reversed, q(x | x') = 0, judged by p(x') / p(x) instead of being rejected).
+    Also for a stack of cases: p of shape (..., n), Q of shape (..., n, n)."""
     p, Q = np.asarray(p, float), np.asarray(Q, float)
+    pi, pj, QT = p[..., :, None], p[..., None, :], np.swapaxes(Q, -1, -2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = {"mh": p[None, :] * Q.T / (p[:, None] * Q),
-             "metropolis": np.broadcast_to(p[None, :] / p[:, None], Q.shape),
-             "inverted": p[None, :] * Q / (p[:, None] * Q.T),
-             "accept": np.full(Q.shape, np.inf),
-             "reject": np.zeros(Q.shape),
-             "target_inverted": p[:, None] * Q.T / (p[None, :] * Q)}[variant]
-    A = np.where(Q > 0, np.minimum(1.0, np.nan_to_num(r, nan=1.0, posinf=1.0)), 0.0)
-    P = Q * A
-    np.fill_diagonal(P, 0.0)
-    P[np.diag_indices_from(P)] = 1.0 - P.sum(1)
+        r = {"mh": lambda: pj * QT / (pi * Q),
+             "metropolis": lambda: pj / pi + 0 * Q,
+             "inverted": lambda: pj * Q / (pi * QT),
+             "accept": lambda: np.full(Q.shape, np.inf),
+             "reject": lambda: np.zeros(Q.shape),
+             "target_inverted": lambda: pi * QT / (pj * Q),
+             "one_way": lambda: np.where(QT > 0, pj * QT / (pi * Q), pj / pi)}[variant]()
+    P = np.where(Q > 0, Q * np.minimum(1.0, np.nan_to_num(r, nan=1.0, posinf=1.0)), 0.0)
+    d = np.arange(Q.shape[-1])
+    P[..., d, d] = 0.0
+    P[..., d, d] = 1.0 - P.sum(-1)
     return P
 
 
@@ -110,6 +114,8 @@ _MH_MISTAKES = {
     "accept": "your chains accept every proposal",
     "reject": "your chains never move: a proposal is accepted with probability min(1, r)",
     "target_inverted": "your target ratio is upside down: moves to more probable states must be favoured",
+    "one_way": "your chains accept proposals that cannot be reversed: when q(x | x') = 0 the move x -> x' could never "
+               "be undone, and it must be rejected (log q(x | x') = -inf)",
 }
 
 
@@ -120,27 +126,47 @@ def _binom_pvalues(counts, m, P):
     return np.minimum(1.0, 2 * np.minimum(lo, hi))
 
 
+def _mh_case(rng, k):
+    """(p, Q, description) of case k of mcmc.2: k = 0 a dense asymmetric proposal on 4 states, k = 1 a 5-state cycle
+    with steps +1, -1 and a one-way +2 (its reverse, -2, is never proposed, so the exact kernel never makes it)."""
+    n = 4 if k == 0 else 5
+    p = rng.dirichlet(np.full(n, 3.0))
+    if k == 0:
+        return p, rng.dirichlet(np.ones(n), size=n), "a dense asymmetric proposal on 4 states"
+    a, c = rng.uniform(0.7, 0.85), rng.uniform(0.15, 0.25)
+    Q = np.zeros((n, n))
+    for i in range(n):
+        Q[i, (i + 1) % n], Q[i, (i - 1) % n], Q[i, (i + 2) % n] = (1 - c) * a, (1 - c) * (1 - a), c
+    return p, Q, (f"a cycle on 5 states with steps +1, -1, +2 of probabilities {(1 - c) * a:.3f}, "
+                  f"{(1 - c) * (1 - a):.3f}, {c:.3f}")
+
+
+def _mh_separation(p, Q, variant, m=5000):
+    """How far the kernel of a mistake is from the exact one: the largest |P'[i, j] - P[i, j]| in binomial standard
+    errors sqrt(P (1 - P) / m) of the exact kernel (infinite where P[i, j] is 0 or 1 and P' differs); for a stack of
+    cases (p of shape (..., n), Q of shape (..., n, n)) one value per case."""
+    P, W = _mh_matrix(p, Q), _mh_matrix(p, Q, variant)
+    se, d = np.sqrt(P * (1 - P) / m), np.abs(W - P)
+    z = np.where(se > 0, d / np.where(se > 0, se, 1.0), np.where(d > 1e-12, np.inf, 0.0))
+    return z.max(axis=(-2, -1))
+
+
 @exercise("mcmc.2", "One Metropolis-Hastings step on a finite space", "implement", stars=2, minutes=25,
           solution="mh_step")
 def _check_mcmc_2(answer, rng):
     """mh_step(log_p, Q, x, rng) moves 5000 chains from each state of a 4-state space (dense asymmetric proposal)
-    and of a 5-state cycle (biased +-1 proposal, zeros elsewhere). Each count of moves i -> j is Bin(5000, P[i, j])
-    for the exact MH kernel P; every cell gets an exact two-sided binomial test at level 1e-6 / 41 (Bonferroni over
-    the 16 + 25 cells): a correct step fails with probability below 1e-6. Over 2000 random draws of the cases, each
-    typical mistake (no Hastings factor, the factor inverted, the target ratio inverted, every proposal accepted)
-    moved some P[i, j] by at least 20 binomial standard errors, so it fails with probability ~1."""
+    and of a 5-state cycle (steps +1 and -1 and a one-way +2 whose reverse is never proposed, zeros elsewhere). Each
+    count of moves i -> j is Bin(5000, P[i, j]) for the exact MH kernel P; every cell gets an exact two-sided binomial
+    test at level 1e-6 / 41 (Bonferroni over the 16 + 25 cells): a correct step fails with probability below 1e-6.
+    The exact kernel never makes a +2 move (P[i, i+2] = 0), so a single accepted one-way proposal fails the check.
+    Over 1000 random draws of the cases (`_mh_separation`, measured in the solutions notebook), each typical mistake
+    (no Hastings factor, the factor inverted, the target ratio inverted, every proposal accepted, none accepted,
+    one-way proposals accepted) moved some P[i, j] by at least 22 binomial standard errors, or made moves that the
+    exact kernel never makes, so it fails with probability ~1."""
     m, n_cells, alpha = 5000, 16 + 25, 1e-6
-    for k, n in enumerate((4, 5)):
-        p = rng.dirichlet(np.full(n, 3.0))
-        if k == 0:
-            Q = rng.dirichlet(np.ones(n), size=n)
-            kind = "a dense asymmetric proposal on 4 states"
-        else:
-            a = rng.uniform(0.7, 0.85)
-            Q = np.zeros((n, n))
-            for i in range(n):
-                Q[i, (i + 1) % n], Q[i, (i - 1) % n] = a, 1 - a
-            kind = f"a biased cycle on 5 states (step +1 with probability {a:.3f}, -1 otherwise)"
+    for k in range(2):
+        p, Q, kind = _mh_case(rng, k)
+        n = len(p)
         log_p = np.log(p) + rng.normal(0, 3)          # unnormalised
         x = np.repeat(np.arange(n), m)
         rng.shuffle(x)
@@ -166,6 +192,7 @@ def _check_mcmc_2(answer, rng):
                        expected=f"row {i} of the exact kernel: {np.round(P[i], 4)}",
                        got=f"row {i} of your frequencies: {np.round(counts[i] / m, 4)}", hint=hint)
     return 2
+
 
 # %% ../nbs/solutions/04_mcmc.ipynb #2ef7a103
 # mcmc.3
@@ -208,7 +235,7 @@ def _check_mcmc_3(answer, rng):
         hint = "these are the times of the +-1 walk of the chapter: change the proposal"
     elif np.array_equal(got, exact[::-1]):
         hint = "the pair is in the wrong order: (from the middle, from the end)"
-    elif np.all(np.abs(got - exact) <= 1):
+    elif np.all(got - exact == 1) or np.all(got - exact == -1):
         hint = "off by one: report the first t at which the distance is below 0.01 (t = 0 is the start)"
     else:
         hint = ("build the proposal matrix with probability 1/6 for each step and the off-end mass on the diagonal, "
@@ -288,6 +315,16 @@ def _leapfrog_targets(rng, kind):
     return (lambda x: -x ** 3 - A @ x + b), d, "the 3-d density exp(-sum x^4 / 4 - x'Ax / 2 + b'x)"
 
 
+def _final_pair(got, d, case):
+    "The pair (x, p) returned by a leapfrog answer: any sequence of two arrays of shape (d,), an array (2, d) too."
+    if isinstance(got, (str, bytes, dict)) or not hasattr(got, "__len__") or not hasattr(got, "__getitem__") \
+            or len(got) != 2:
+        raise Fail(f"{case}: return the pair (x, p) of the final position and momentum.",
+                   got="None" if got is None else f"{type(got).__name__}" + (f" of length {len(got)}" if
+                                                                                hasattr(got, "__len__") else ""))
+    return (as_array(got[0], (d,), case, "your final position"), as_array(got[1], (d,), case, "your final momentum"))
+
+
 @exercise("mcmc.5", "The leapfrog integrator", "implement", stars=2, minutes=20, solution="leapfrog")
 def _check_mcmc_5(answer, rng):
     """leapfrog(grad_logp, x, p, step_size, n_steps, inv_mass) on 5 cases (a correlated Gaussian and a quartic
@@ -302,11 +339,7 @@ def _check_mcmc_5(answer, rng):
         case = (f"case {i + 1} of 5: leapfrog on {what}, step_size={eps:.4g}, n_steps={n_steps}, "
                 f"inv_mass={np.round(m, 3).tolist()}")
         got = call(answer, grad, x0.copy(), p0.copy(), eps, n_steps, m.copy(), case=case)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Fail(f"{case}: return the pair (x, p) of the final position and momentum.",
-                       got=f"{type(got).__name__}")
-        gx = as_array(got[0], (d,), case, "your final position")
-        gp = as_array(got[1], (d,), case, "your final momentum")
+        gx, gp = _final_pair(got, d, case)
         ex, ep = _leapfrog_variant(grad, x0, p0, eps, n_steps, m)
         if np.allclose(gx, ex, rtol=1e-8, atol=1e-10) and np.allclose(gp, ep, rtol=1e-8, atol=1e-10):
             continue
@@ -318,7 +351,7 @@ def _check_mcmc_5(answer, rng):
                 break
         if hint is None:
             back = call(answer, grad, gx.copy(), gp.copy(), -eps, n_steps, m.copy(), case=case + " (run backwards)")
-            bx = as_array(back[0], (d,), case, "your position after running backwards")
+            bx, _ = _final_pair(back, d, case + " (run backwards)")
             reversible = np.allclose(bx, x0, rtol=1e-8, atol=1e-10)
             hint = ("your scheme is reversible but is not the kick-drift-kick leapfrog: check the sizes of the kicks "
                     "and where the gradient is evaluated" if reversible else
@@ -367,8 +400,8 @@ def _check_mcmc_6(answer, rng):
             hint = ("that is what the drift-kick-drift ordering conserves; the exercise uses kick-drift-kick (half "
                     "kick, drift, half kick)")
         else:
-            hint = ("your quantity changes along a leapfrog orbit: write one step as a 2x2 matrix L and look for "
-                    "a diagonal S with L' S L = S")
+            hint = ("your quantity changes along a leapfrog orbit: write one step as a 2x2 matrix F and look for "
+                    "a diagonal S with F' S F = S")
         raise Fail(f"{case}: your value is not right.", got=got, hint=hint)
     return 6
 
@@ -381,22 +414,33 @@ _STAB_RHO, _STAB_SCALES = 0.9, (1.0, 2.0)
 def _check_mcmc_7(answer, rng):
     """The smallest leapfrog step size at which the energy error explodes on correlated_gaussian(0.9, (1, 2)); the
     exact stability limit is 2 sqrt(smallest eigenvalue of the covariance) (unit mass). Below it the energy error
-    stays bounded, above it it grows geometrically, so any scan that reports two decimals lands within 0.01."""
+    stays bounded, above it it grows geometrically, so any scan that reports two decimals lands within 0.01. The hint
+    does not tell on which side of the limit a wrong value lies, except for three known wrong values (sqrt of the
+    smallest eigenvalue, 2 sqrt of the largest, 2 / omega with omega = 1)."""
     case = "your step size"
     got = float(as_array(_answer_value(answer), (), case, "your answer"))
     s = np.asarray(_STAB_SCALES)
     cov = np.array([[s[0] ** 2, _STAB_RHO * s[0] * s[1]], [_STAB_RHO * s[0] * s[1], s[1] ** 2]])
-    limit = 2 * math.sqrt(np.linalg.eigvalsh(cov)[0])
-    if abs(got - limit) <= 0.01:
+    lam = np.linalg.eigvalsh(cov)
+    if abs(got - 2 * math.sqrt(lam[0])) <= 0.01:
         return 1
-    if got < limit:
-        hint = ("just below the limit the energy error can be large but stays bounded as n_steps grows; above it "
-                "it grows by orders of magnitude: scan further up, and raise n_steps to tell the two apart")
+    # one hint whatever the side of the limit (a hint that said "higher" or "lower" would allow bisection), except for
+    # the values of three typical mistakes
+    if abs(got - math.sqrt(lam[0])) <= 0.01:
+        hint = ("that is the square root of the smallest eigenvalue of the covariance, a length of the target: compare "
+                "it with the stability condition of a leapfrog step in mcmc.6")
+    elif abs(got - 2 * math.sqrt(lam[1])) <= 0.01:
+        hint = "that is the limit for the widest direction of the target: the step must be stable in every direction"
+    elif abs(got - 2.0) <= 0.01:
+        hint = ("2 / omega with omega = 1 ignores the covariance: the frequencies of a Gaussian target are 1 / sqrt "
+                "of the eigenvalues of its covariance")
     else:
-        hint = ("the energy already explodes at smaller step sizes: scan below your value on a finer grid "
-                "(steps of 0.01)")
+        hint = ("scan the step size on a grid of spacing 0.01 and run each with n_steps and with 2 n_steps: a stable "
+                "step gives an energy error of about the same size both times, an unstable one an error that grows "
+                "by orders of magnitude; report the smallest step size that explodes")
     raise Fail(f"{case} is not within 0.01 of the step size where the leapfrog energy error starts to explode.",
                got=got, hint=hint)
+
 
 # %% ../nbs/solutions/04_mcmc.ipynb #e9b8d9db
 # mcmc.8
@@ -521,30 +565,26 @@ def _check_mcmc_9(answer, rng):
 # mcmc.10
 def _sgld_law(theta0, y, h, n, s0, variant="sgld"):
     """Exact mean, variance and fourth central moment of one SGLD step from theta0 (model y_i ~ N(theta, 1), theta ~
-    N(0, s0^2), n indices drawn with replacement), or of a typical mistake (for the hints)."""
-    N = len(y)
-    v, mu4y = y.var(), np.mean((y - y.mean()) ** 4)
-    k4y = mu4y - 3 * v ** 2                                 # fourth cumulant of one uniformly drawn y_I
-    grad_prior, grad_lik = -theta0 / s0 ** 2, float(np.sum(y - theta0))
-    drift, a, noise, batch_var = 0.5 * h, h * N / (2 * n), h, v
-    if variant == "unscaled":          # batch sum not scaled by N / n
-        grad_lik, a = grad_lik * n / N, h / 2
-    elif variant == "prior_scaled":    # the prior gradient scaled by N / n as well
-        grad_prior = grad_prior * N / n
-    elif variant == "full_drift":      # h grad instead of h / 2 grad
-        drift, a = h, h * N / n
-    elif variant == "noise_2h":        # injected noise of variance 2h
-        noise = 2 * h
-    elif variant == "noise_h2":        # injected noise of sd h instead of sqrt(h)
-        noise = h ** 2
-    elif variant == "full_batch":      # the exact gradient: no minibatch noise
-        batch_var, k4y = 0.0, 0.0
+    N(0, s0^2), n indices drawn with replacement), or of a typical mistake (for the hints and the tests). Also for a
+    stack of cases: y of shape (..., N), the other arguments scalars or of shape (...)."""
+    y = np.asarray(y, float)
+    N = y.shape[-1]
+    ys = {"skip_first": y[..., 1:], "skip_last": y[..., :-1]}.get(variant, y)   # what the minibatch can draw
+    scale = {"unscaled": 1.0, "n_minus_1": (N - 1) / n}.get(variant, N / n)
+    drift = h if variant == "full_drift" else 0.5 * h
+    noise = {"noise_2h": 2 * h, "noise_h2": h ** 2}.get(variant, h)
+    grad_prior = -theta0 / s0 ** 2 * (N / n if variant == "prior_scaled" else 1.0)
+    mu, v = ys.mean(-1), ys.var(-1)
+    k4y = np.mean((ys - mu[..., None]) ** 4, -1) - 3 * v ** 2   # fourth cumulant of one uniformly drawn y_I
+    if variant == "full_batch":        # the exact gradient: no minibatch noise
+        v, k4y = 0 * v, 0 * v
     elif variant == "no_replacement":  # indices drawn without replacement (variance times (N - n)/(N - 1))
-        batch_var = v * (N - n) / (N - 1)
-    mean = theta0 + drift * (grad_prior + grad_lik)
-    k2 = noise + a ** 2 * n * batch_var
-    mu4 = (a ** 4 * n * k4y if variant != "no_replacement" else 0.0) + 3 * k2 ** 2
-    return mean, k2, mu4
+        v, k4y = v * (N - n) / (N - 1), 0 * v
+    a = drift * scale                  # step = drift * prior gradient + a * (sum of n draws y_I - n theta0) + noise
+    mean = theta0 + drift * grad_prior + a * n * (mu - theta0)
+    k2 = noise + a ** 2 * n * v
+    mu4 = a ** 4 * n * k4y + 3 * k2 ** 2
+    return tuple(float(t) if np.ndim(t) == 0 else t for t in (mean, k2, mu4))
 
 
 _SGLD_MISTAKES = {
@@ -555,30 +595,58 @@ _SGLD_MISTAKES = {
     "noise_h2": "the injected noise has sd sqrt(h), not h",
     "full_batch": "your steps show no minibatch noise: draw a minibatch of n indices per chain and step",
     "no_replacement": "draw the n indices with replacement (the law of the step changes without replacement)",
+    "skip_first": "your minibatches seem to miss an observation (the first or the last): draw the indices from 0, ..., "
+                  "N - 1 (rng.integers(N) does)",
+    "skip_last": "your minibatches seem to miss an observation (the first or the last): draw the indices from 0, ..., "
+                 "N - 1 (rng.integers(N) does)",
+    "n_minus_1": "scale the minibatch sum by N / n with N = len(y), the number of observations",
 }
+
+
+def _sgld_case(rng, k):
+    """(N, n, y, s0, theta0, h) of case k of mcmc.10. Case 2 (k = 1) has outliers at both ends of y (y[0] and y[-1] 3
+    to 5 sds off, on the same side), so that a minibatch that skips either of them moves the mean of the step.
+    theta0 lies six posterior sds from the posterior mean, on the side where the full-data sum of (y_i - theta0)
+    adds to the pull of the prior, so that a sum scaled by (N - 1) / n instead of N / n moves the mean of the step."""
+    N = int(rng.integers(20, 41))
+    n = int(rng.integers(N // 4, N // 2 + 1))
+    centre = rng.choice([-1, 1]) * rng.uniform(2, 4)
+    y = rng.normal(centre, 1.0, size=N)
+    if k == 1:
+        y[[0, -1]] = centre + rng.choice([-1, 1]) * rng.uniform(3, 5, size=2)
+    s0 = float(rng.uniform(0.5, 1))                    # a prior that matters, so that its scaling shows
+    P = 1 / s0 ** 2 + N
+    theta0 = float((y.sum() - np.sign(y.sum()) * 6 * math.sqrt(P)) / P)
+    h = float(rng.uniform(0.8, 1.5) / P)               # hP < 4: a stable step, with visible minibatch noise
+    return N, n, y, s0, theta0, h
+
+
+def _sgld_expected_z(theta0, y, h, n, s0, variant, C=50000):
+    """The expected z statistics of the checker (mean of the draws, mean of their squared deviations) when the draws
+    follow the law of `variant` instead of the exact one (for a stack of cases as `_sgld_law`)."""
+    m, k2, mu4 = _sgld_law(theta0, y, h, n, s0)
+    mw, k2w, _ = _sgld_law(theta0, y, h, n, s0, variant)
+    return (mw - m) / np.sqrt(k2 / C), (k2w + (mw - m) ** 2 - k2) / np.sqrt((mu4 - k2 ** 2) / C)
 
 
 @exercise("mcmc.10", "One SGLD step with minibatches", "implement", stars=2, minutes=25, solution="sgld_step")
 def _check_mcmc_10(answer, rng):
-    """sgld_step(theta, y, step_size, batch_size, prior_sd, rng): 20000 chains, all at the same theta0 three posterior
-    sds from the posterior mean, make one step, in 2 random cases (N = 20..40 observations, batches of N/4..N/2).
-    The new positions are independent with known mean m, variance k2 and fourth central moment mu4 (cumulants of
-    the minibatch sum). Two z-tests per case, each at level 1e-6 / 4 by the CLT with the exact sds: the mean of the
-    draws (sd sqrt(k2)) and the mean of (draw - m)^2 (mean k2, sd sqrt(mu4 - k2^2)); a correct step fails with
-    probability about 1e-6 (the squared deviations are skewed, skewness about 2.8 / sqrt(20000) for the mean of
-    20000, which moves the tail probability by some 10%). The typical mistakes (unscaled batch sum, scaled prior,
-    full drift, noise of variance 2h or h^2, no minibatch noise, no replacement) moved one of the two statistics by
-    at least 14 standard errors (in expectation) over 1000 random draws of the cases, so they fail with probability
-    ~1."""
+    """sgld_step(theta, y, step_size, batch_size, prior_sd, rng): 50000 chains, all at the same theta0 six posterior
+    sds from the posterior mean, make one step, in 2 random cases (`_sgld_case`: N = 20..40 observations, batches of
+    N/4..N/2; in the second case y[0] and y[-1] are outliers). The new positions are independent with known mean m,
+    variance k2 and fourth central moment mu4 (cumulants of the minibatch sum). Two z-tests per case, each at level
+    1e-6 / 4 by the CLT with the exact sds: the mean of the draws (sd sqrt(k2)) and the mean of (draw - m)^2 (mean
+    k2, sd sqrt(mu4 - k2^2)); a correct step fails with probability about 1e-6. The squared deviations are skewed:
+    over 1000 random draws of the cases their mean over 50000 chains has skewness 0.012 to 0.017 (2.83 / sqrt(50000)
+    = 0.013 for Gaussian draws), which by the Edgeworth expansion moves each one-sided tail probability at the bound
+    by 27% to 40%, one up and one down, so that to first order the level of the two-sided test is unchanged. The
+    typical mistakes (unscaled batch sum, scaled prior, full drift, noise of variance 2h or h^2, no minibatch noise,
+    no replacement, the first or the last observation never drawn, the sum scaled by (N - 1) / n) moved one of the
+    two statistics by at least 13 standard errors in expectation over 1000 random draws of the cases
+    (`_sgld_expected_z`, measured in the solutions notebook), so they fail with probability ~1."""
     C, alpha = 50000, 1e-6
     for k in range(2):
-        N = int(rng.integers(20, 41))
-        n = int(rng.integers(N // 4, N // 2 + 1))
-        y = rng.normal(rng.choice([-1, 1]) * rng.uniform(2, 4), 1.0, size=N)
-        s0 = float(rng.uniform(0.5, 1))                    # a prior that matters, so that its scaling shows
-        P = 1 / s0 ** 2 + N
-        theta0 = float(y.sum() / P + rng.choice([-1, 1]) * 3 / math.sqrt(P))
-        h = float(rng.uniform(0.8, 1.5) / P)               # hP < 4: a stable step, with visible minibatch noise
+        N, n, y, s0, theta0, h = _sgld_case(rng, k)
         case = (f"case {k + 1} of 2: {C} chains at theta = {theta0:.4g} make one step, N = {N} observations, "
                 f"step_size = {h:.4g}, batch_size = {n}, prior_sd = {s0:.4g}")
         got = call(answer, np.full(C, theta0), y.copy(), h, n, s0, np.random.default_rng(rng.integers(2 ** 63)),
@@ -606,6 +674,7 @@ def _check_mcmc_10(answer, rng):
                    expected=f"variance {k2:.5g}", got=f"mean squared deviation {np.mean((x - mean) ** 2):.5g}",
                    hint=hint)
     return 2
+
 
 # %% ../nbs/solutions/04_mcmc.ipynb #307f5f0e
 # mcmc.11

@@ -51,6 +51,12 @@ def _mh_target_inverted(log_p, Q, x, rng):  # p(x) / p(x') instead of p(x') / p(
 def _mh_reject_to_zero(log_p, Q, x, rng):   # a rejected chain is reset (to state 0) instead of staying
     return _mh(log_p, Q, x, rng, reject_to=0)
 
+def _mh_one_way(log_p, Q, x, rng):          # a proposal that cannot be reversed, q(x | x') = 0, judged as if q were
+    prop = np.minimum((np.cumsum(Q[x], axis=1) < rng.random((len(x), 1))).sum(axis=1), len(log_p) - 1)  # symmetric
+    back = np.where(Q[prop, x] > 0, Q[prop, x], Q[x, prop])     # "avoid log(0)"
+    log_r = log_p[prop] - log_p[x] + np.log(back) - np.log(Q[x, prop])
+    return np.where(np.log(rng.random(len(x))) < log_r, prop, x)
+
 def _mh_u_reversed(log_p, Q, x, rng):       # the comparison the wrong way round: accepts when log u > log r
     prop = np.minimum((np.cumsum(Q[x], axis=1) < rng.random((len(x), 1))).sum(axis=1), len(log_p) - 1)
     with np.errstate(divide="ignore"):
@@ -208,18 +214,19 @@ def _rate_ratio(s):                         # guesses the ratio of the standard 
 
 # mcmc.10: one SGLD step
 def _sgld(theta, y, h, n, s0, rng, scale=True, prior_scaled=False, noise=None, full=False, replace=True,
-          shared=False, drift=0.5):
+          shared=False, drift=0.5, low=0, high=None, n_data=None):
     N, C = len(y), len(theta)
+    high = N if high is None else high
     if full:
         idx, n = np.tile(np.arange(N), (C, 1)), N
     elif shared:
         idx = np.tile(rng.integers(N, size=n), (C, 1))
     elif replace:
-        idx = rng.integers(N, size=(C, n))
+        idx = rng.integers(low, high, size=(C, n))
     else:
         idx = np.argsort(rng.random((C, N)), axis=1)[:, :n]
     g_prior = -theta / s0 ** 2 * (N / n if prior_scaled else 1.0)
-    g_lik = (N / n if scale else 1.0) * np.sum(y[idx] - theta[:, None], axis=1)
+    g_lik = ((N if n_data is None else n_data) / n if scale else 1.0) * np.sum(y[idx] - theta[:, None], axis=1)
     sd = np.sqrt(h) if noise is None else noise(h)
     return theta + drift * h * (g_prior + g_lik) + sd * rng.standard_normal(C)
 
@@ -246,6 +253,15 @@ def _sgld_full_drift(t, y, h, n, s0, rng):   # drift h g instead of h g / 2
 
 def _sgld_noise_h(t, y, h, n, s0, rng):      # noise sd h instead of sqrt(h)
     return _sgld(t, y, h, n, s0, rng, noise=lambda h: h)
+
+def _sgld_skip_first(t, y, h, n, s0, rng):   # 1-based thinking: indices rng.integers(1, N), y[0] never drawn
+    return _sgld(t, y, h, n, s0, rng, low=1)
+
+def _sgld_skip_last(t, y, h, n, s0, rng):    # rng.integers(0, N - 1) read as inclusive: y[N - 1] never drawn
+    return _sgld(t, y, h, n, s0, rng, high=len(y) - 1)
+
+def _sgld_scale_n_minus_1(t, y, h, n, s0, rng):  # the batch sum scaled by (N - 1) / n
+    return _sgld(t, y, h, n, s0, rng, n_data=len(y) - 1)
 
 
 # mcmc.11: the non-centred density
@@ -274,7 +290,7 @@ def _nc_eta_as_theta(logp_c, J):            # evaluates the centred density at e
 WRONG = {
     "mcmc.1": [_ratio_no_hastings, _ratio_inverted, _ratio_no_normaliser, _ratio_prior_sign, _ratio_capped],
     "mcmc.2": [_mh_metropolis, _mh_inverted, _mh_accept_all, _mh_target_inverted, _mh_reject_to_zero,
-               _mh_u_reversed],
+               _mh_u_reversed, _mh_one_way],
     "mcmc.3": _WRONG_3,
     "mcmc.4": [_iact_rho, _iact_sum_as_x, _iact_sum_ar1, _iact_no_factor2],
     "mcmc.5": [_lf_euler, _lf_full_kick, _lf_dkd, _lf_no_mass, _lf_stale_grad],
@@ -284,8 +300,32 @@ WRONG = {
                _rhat_no_blom, _rhat_var_ddof0],
     "mcmc.9": [_rate_one_term, _rate_wide_formula, _rate_narrow_formula, _rate_ratio],
     "mcmc.10": [_sgld_unscaled, _sgld_prior_scaled, _sgld_noise_2h, _sgld_full_batch, _sgld_no_replacement,
-                _sgld_shared_batch, _sgld_full_drift, _sgld_noise_h],
+                _sgld_shared_batch, _sgld_full_drift, _sgld_noise_h, _sgld_skip_first, _sgld_skip_last,
+                _sgld_scale_n_minus_1],
     "mcmc.11": [_nc_no_jacobian, _nc_jacobian_sign, _nc_tau_is_lambda, _nc_extra_tau_jacobian, _nc_eta_as_theta],
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("mcmc", WRONG)
+
+
+def test_mcmc_5_accepts_an_array_pair(seed):
+    "A correct leapfrog that returns np.array([x, p]), shape (2, d), passes (any sequence of two arrays is a pair)."
+    from bayesnotes.exercises import check
+    from exercise_harness import solutions
+    lf = solutions("mcmc")["leapfrog"]
+    res = check("mcmc.5", lambda *a: np.array(lf(*a)), rng=seed(17))
+    assert res.passed, res.message
+
+
+def test_mcmc_7_hint_does_not_tell_the_side():
+    "Wrong step sizes below and above the limit get the same hint (a side-specific hint would allow bisection)."
+    from bayesnotes.exercises import check
+    msgs = {check("mcmc.7", v).message.split("hint:")[1] for v in (0.5, 0.77, 0.81, 0.9, 1.2)}
+    assert len(msgs) == 1, msgs
+
+
+def test_mcmc_2_one_way_hint(seed):
+    "The chains that accept one-way proposals fail on the cycle with the hint that names the mistake."
+    from bayesnotes.exercises import check
+    res = check("mcmc.2", _mh_one_way, rng=seed(17))
+    assert res.status == "failed" and "cannot be reversed" in res.message, res.message
