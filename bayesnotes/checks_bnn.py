@@ -70,13 +70,20 @@ def _check_bnn_1(answer, rng):
         log_prior, log_lik = stats.norm.logpdf(theta, 0, sd).sum(), stats.norm.logpdf(y, f, sigma).sum()
         exact = log_prior + log_lik
         const = -0.5 * np.log(2 * np.pi) * (theta.size + N)
+        prior_const = -0.5 * np.log(2 * np.pi) * theta.size - np.log(sd).sum()     # the sum of -log(sqrt(2 pi) s_i)
+        lik_const = -0.5 * np.log(2 * np.pi) * N - N * np.log(sigma)                # N times -log(sqrt(2 pi) sigma)
+        f_relu = np.maximum(X @ W1 + b1, 0) @ w2 + b2
         no_fan_in = np.concatenate([np.full(d * H, alpha[0]), np.full(H, beta[0]), np.full(H, alpha[1]), [beta[1]]])
         f_col = np.tanh(X @ theta[:d * H].reshape(H, d).T + b1) @ w2 + b2
         hint = _matches(got, [
-            (exact - const, "your value is off by a constant: keep the normalising terms -log(sqrt(2 pi) sd) of every "
-                            "prior and likelihood factor"),
-            (exact - const - np.log(sd).sum() - N * np.log(sigma),
-             "your value is off by a constant: keep the -log(sd) and -log(2 pi)/2 terms of every factor"),
+            (exact - const, "your value lacks the -log(2 pi) / 2 of every factor: keep the whole normalising term "
+                            "-log(sqrt(2 pi) sd) of every prior and likelihood factor"),
+            (exact - prior_const - lik_const, "you dropped every normalising constant: keep -log(sqrt(2 pi) s_i) of every "
+                                              "prior factor and -log(sqrt(2 pi) noise_std) of every likelihood factor"),
+            (exact - prior_const, "that is the chapter's formula, which drops the prior's normalising terms: keep "
+                                  "-log(sqrt(2 pi) s_i) for every parameter"),
+            (exact - lik_const, "keep the likelihood's normalising terms, -log(sqrt(2 pi) noise_std) for every data point"),
+            (log_prior + stats.norm.logpdf(y, f_relu, sigma).sum(), "mlp_apply's default activation is relu; pass 'tanh'"),
             (stats.norm.logpdf(theta, 0, no_fan_in).sum() + log_lik,
              "the prior sd of a weight is alpha_l / sqrt(fan-in), not alpha_l (see mlp_prior_std)"),
             (log_prior + stats.norm.logpdf(y, f_col, sigma).sum(),
@@ -159,6 +166,8 @@ def _check_bnn_3(answer, rng):
             (np.mean(special.logsumexp(lp, axis=0) - np.log(S)), "the components are not equally weighted: use "
                                                                   "log_weights"),
             (np.mean(stats.norm.logpdf(y, mu, np.sqrt(var))), "that is the moment-matched Gaussian, not the mixture"),
+            (np.mean(special.logsumexp(stats.norm.logpdf(y, f, sig[:, None] ** 2) + lw[:, None], axis=0)),
+             "noise_std is a standard deviation: N(y | f, sigma^2) has sd sigma, variance sigma^2"),
             (np.sum(special.logsumexp(lp + lw[:, None], axis=0)), "average over the test points, do not sum"),
         ], rtol=1e-8) or "compute log sum_s w_s N(y_m | f_sm, sigma_s^2) with scipy.special.logsumexp, then average over m"
         expect_close(got, exact, case, rtol=1e-8, atol=1e-8, hint=hint, what="your score")
@@ -242,14 +251,65 @@ def _reparam_moments(mu, rho, Phi, y, sigma):
     return mean, sd
 
 
+def _recover_eps(grad_mu, c, B):
+    "The eps of every row for which grad_mu = c - B eps (one linear solve for all rows)."
+    return np.linalg.solve(B, (c - grad_mu).T).T
+
+
+def _like_std_normal(eps, tol=0.05):
+    "A loose look (hints only): every coordinate of `eps` has mean near 0 and variance near 1."
+    return bool(np.all(np.isfinite(eps)) and np.all(np.abs(eps.mean(0)) < tol) and np.all(np.abs(eps.var(0) - 1) < tol))
+
+
+def _std_normal_failure(eps, a):
+    """Tests that the rows of `eps` (n, P) are independent N(0, I) draws, each at false-alarm level `a`: the mean of
+    every coordinate (its sum is exactly N(0, n)), its mean square (its sum of squares is exactly chi-square(n)), the
+    mean product of every pair (CLT: symmetric, sd 1), and the empirical cdf of every coordinate (DKW inequality with
+    Massart's constant, P(sup |F_n - Phi| > t) <= 2 exp(-2 n t^2)). The first failing test as a sentence, or None."""
+    n, P = eps.shape
+    zb = z_bound(a)
+    for i in range(P):
+        z = eps[:, i].sum() / math.sqrt(n)
+        if abs(z) > zb:
+            return (f"the mean of coordinate {i + 1} of these eps is {eps[:, i].mean():.3g}, {abs(z):.1f} standard errors "
+                    f"from 0")
+    for i in range(P):
+        ss = float(np.sum(eps[:, i] ** 2))
+        p = 2 * min(stats.chi2.cdf(ss, n), stats.chi2.sf(ss, n))
+        if p < a:
+            return (f"the mean square of coordinate {i + 1} of these eps is {ss / n:.3g}, where standard normal draws "
+                    f"give 1 (chi-square test: p = {p:.1e})")
+    for i in range(P):
+        for j in range(i + 1, P):
+            z = np.sum(eps[:, i] * eps[:, j]) / math.sqrt(n)
+            if abs(z) > zb:
+                return (f"coordinates {i + 1} and {j + 1} of these eps are correlated (the mean of their product is "
+                        f"{abs(z):.1f} standard errors from 0)")
+    t = math.sqrt(math.log(2 / a) / (2 * n))
+    for i in range(P):
+        x = np.sort(eps[:, i])
+        F = stats.norm.cdf(x)
+        D = max(np.max(np.arange(1, n + 1) / n - F), np.max(F - np.arange(n) / n))
+        if D > t:
+            return (f"coordinate {i + 1} of these eps is not standard normal (its empirical cdf is {D:.3f} from the "
+                    f"normal cdf, where standard normal draws stay within {t:.3f})")
+    return None
+
+
 @exercise("bnn.6", "A reparameterised gradient for Bayes by Backprop", "implement", stars=2, minutes=25,
           solution="reparam_grad")
 def _check_bnn_6(answer, rng):
     """reparam_grad(mu, rho, Phi, y, noise_std, n_draws, rng) -> (n_draws, 2P) independent one-draw estimates, on 3
-    random linear models (P = 3) with n_draws = 20000: the mean of each of the 2P coordinates is compared with the exact
-    gradient in a z-test using its exact sd (CLT; Bonferroni over 2P coordinates and 3 cases, false alarm 1e-6 in all,
-    up to the normal approximation of the tail, which n = 20000 keeps close)."""
+    random linear models (P = 3, N >= 6 points, so Phi has full column rank) with n_draws = 20000. For this model the
+    gradient in mu of a row is g = c - B eps, with c = Phi^T (y - Phi mu) / sigma^2 and B = Phi^T Phi diag(softplus(rho))
+    / sigma^2 invertible, so the eps behind every row is recovered as B^{-1} (c - g). The checker tests (1) that the
+    recovered eps are independent N(0, I) draws (`_std_normal_failure`: 12 tests per case, 36 in all, each at level
+    1e-6 / 36; exact laws, except the CLT for the 3 product tests of a case, a symmetric law with n = 20000), and (2)
+    that the gradient in rho of every row is its gradient in mu times eps * expit(rho) (to 1e-6 relative: rounding
+    only). A correct answer fails with probability below 1e-6; one that has only the right mean (a score-function
+    estimator, the exact gradient plus noise) fails. The exact gradient is never shown."""
     n_cases, n_draws = 3, 20000
+    a = 1e-6 / (n_cases * 12)
     for i in range(n_cases):
         P, N = 3, int(rng.integers(6, 11))
         Phi = rng.standard_normal((N, P))
@@ -263,30 +323,74 @@ def _check_bnn_6(answer, rng):
                 f"with mu = {_fmt(mu)}, rho = {_fmt(rho)}, Phi of shape {Phi.shape}")
         got = as_array(call(answer, mu.copy(), rho.copy(), Phi.copy(), y.copy(), sigma, n_draws, gen, case=case),
                        (n_draws, 2 * P), case, "your array of gradient draws")
-        mean, sd = _reparam_moments(mu, rho, Phi, y, sigma)
         if np.allclose(got, got[0]):
             raise Fail(f"{case}: every row of your result is the same.", hint="draw a fresh epsilon for every row "
                        "(from the generator you are given)")
-        m, v = got.mean(0), got.var(0)
-        if np.any(v[:P] > 10 * sd[:P] ** 2):      # only chooses the hint: the test is the z-test below
-            hint = ("your draws vary far more than the reparameterised gradient does: differentiate the log-likelihood "
-                    "at theta = mu + sigma * eps through theta (a score-function estimator is unbiased but much noisier)")
-        elif np.any(np.abs(m[:P] - mean[:P]) > 6 * sd[:P] / math.sqrt(n_draws)):
-            hint = "your gradient in mu is off: it is the gradient of the log-likelihood at theta = mu + sigma * eps"
-        else:
-            hint = "your gradient in rho is off: d theta / d rho = eps * d softplus(rho) / d rho"
-        expect_mean(got, mean, sd, case, alpha=1e-6 / n_cases, hint=hint,
-                    what="the mean of your gradient draws")
+        G, R = got[:, :P], got[:, P:]
+        if np.allclose(G, G[0]):
+            raise Fail(f"{case}: your gradient in mu is the same in every row.", hint="evaluate the gradient of the "
+                       "log-likelihood at theta = mu + softplus(rho) * eps, the draw of the row, not at mu")
+        c, A = Phi.T @ (y - Phi @ mu) / sigma ** 2, Phi.T @ Phi / sigma ** 2
+        sd_q, dsig = np.logaddexp(0, rho), special.expit(rho)
+        B = A * sd_q[None, :]
+        eps = _recover_eps(G, c, B)
+        bad = _std_normal_failure(eps, a)
+        if bad is not None:
+            _, sd = _reparam_moments(mu, rho, Phi, y, sigma)
+            if _like_std_normal(_recover_eps(-G, c, B)):
+                hint = ("that is the gradient of the negative log-likelihood (a loss); the exercise asks for the "
+                        "gradient of the log-likelihood")
+            elif _like_std_normal(_recover_eps(N * G, c, B)):
+                hint = "that is the gradient of the mean log-likelihood; L sums the log-likelihood over the N points"
+            elif _like_std_normal(_recover_eps(G, c, A * np.exp(rho)[None, :])):
+                hint = "sigma_q = softplus(rho) = log(1 + exp(rho)), not exp(rho)"
+            elif np.any(G.var(0) > 2 * sd[:P] ** 2):       # a score-function estimator: 3.9 x or more in 300 cases
+                hint = ("your gradients in mu vary more than twice as much as the reparameterised ones: differentiate "
+                        "the log-likelihood at theta = mu + sigma_q * eps through theta (a score-function estimator is "
+                        "unbiased but much noisier, and an unbiased estimate plus noise is not this estimator)")
+            else:
+                hint = ("the gradient in mu of a row is Phi^T (y - Phi theta) / noise_std^2 at theta = mu + softplus(rho) "
+                        "* eps, with a fresh eps ~ N(0, I) (rng.standard_normal) for every row")
+            raise Fail(f"{case}: the gradients in mu of your rows are not those of theta = mu + softplus(rho) * eps at "
+                       f"independent eps ~ N(0, I). They are linear in eps for this model, so the checker solves each row "
+                       f"for its eps: {bad}; a correct answer fails this test with probability below {a:.1g}.", hint=hint)
+        exact = G * eps * dsig
+        scale = np.abs(G * eps).max()
+        ok = np.isclose(R, exact, rtol=1e-6, atol=1e-7 * scale)
+        if not np.all(ok):
+            row = int(np.argmin(np.all(ok, axis=1)))
+            hint = _matches(R, [
+                (G * eps, "rho enters through sigma_q = softplus(rho): the chain rule adds d softplus(rho) / d rho"),
+                (G * dsig, "d theta / d sigma_q = eps: multiply by the eps of the row"),
+                (G * eps * np.exp(rho), "d softplus(rho) / d rho is not exp(rho)"),
+                (G * eps * sd_q, "d softplus(rho) / d rho is not softplus(rho)"),
+                (-exact, "check the sign of your gradient in rho"),
+            ], rtol=1e-6, atol=1e-7 * scale) or ("the gradient in rho of a row is its gradient in mu times d theta / d rho "
+                                                 "= eps * d softplus(rho) / d rho, with the same eps that made theta")
+            raise Fail(f"{case}: in row {row + 1} (and {int(np.sum(~np.all(ok, axis=1))) - 1} others) your gradient in "
+                       f"rho is not the gradient in mu of that row times d theta / d rho at the row's eps (the checker "
+                       f"recovers that eps from the row's gradient in mu).", got=R[row], hint=hint)
     return n_cases
 
 # %% ../nbs/solutions/07_bnn.ipynb #520e735d
+def _looks_sampled(got, exact):
+    """Hints only: the mean and the variance are both off, but by less than 0.2 sd and 30% everywhere: the marks of an
+    estimate from sampled masks (the typical wrong formulas, checked before, change only one of them or much more)."""
+    sd = np.sqrt(exact[1])
+    dm, dv = got[0] - exact[0], got[1] - exact[1]
+    near = np.all(np.abs(dm) <= 0.2 * sd + 1e-9) and np.all(np.abs(dv) <= 0.3 * exact[1] + 1e-9)
+    return bool(near and np.any(np.abs(dm) > 1e-8 * (1 + np.abs(exact[0])))
+                and np.any(np.abs(dv) > 1e-8 * exact[1] + 1e-12))
+
+
 @exercise("bnn.7", "The predictive moments of MC dropout", "derive", stars=2, minutes=20, solution="dropout_moments")
 def _check_bnn_7(answer, rng):
     """dropout_moments(params, X, hidden, p_drop) -> (mean, var) of f(x) over the dropout masks of a ReLU network of
-    sizes (d, H, 1), on 4 random networks with 5 inputs each, against the closed form (to 1e-9); values not shown."""
+    sizes (d, H, 1), on 4 random networks with 5 inputs each (d in {1, 2}, d = 2 in case 2, where a W1 unpacked column
+    by column differs), against the closed form (to 1e-9); values not shown."""
     n = 4
     for i in range(n):
-        d, H, N = int(rng.integers(1, 3)), int(rng.integers(3, 9)), 5
+        d, H, N = (2 if i == 1 else int(rng.integers(1, 3))), int(rng.integers(3, 9)), 5   # one case with d = 2
         p = float(rng.uniform(0.05, 0.5))
         sd = _prior_sd(d, H, (3., 2.), (3., 1.))
         theta = sd * rng.standard_normal(sd.size)
@@ -296,12 +400,18 @@ def _check_bnn_7(answer, rng):
         case = f"case {i + 1} of {n}: dropout_moments(params, X, hidden={H}, p_drop={p:.3g}) with X of shape {X.shape}"
         got = as_array(call(answer, theta.copy(), X.copy(), H, p, case=case), (2, N), case, "your pair (mean, var)")
         exact = np.stack([(1 - p) * h @ w2 + b2, p * (1 - p) * (h ** 2) @ (w2 ** 2)])
+        h_col = np.maximum(X @ theta[:d * H].reshape(H, d).T + b1, 0)           # W1 unpacked column by column
         hint = _matches(got, [
             (np.stack([h @ w2 + b2, p / (1 - p) * (h ** 2) @ (w2 ** 2)]),
              "that is inverted dropout (kept units scaled by 1 / (1 - p)); the chapter's masks are plain 0/1 variables"),
             (np.stack([exact[0], p * (1 - p) * (h @ w2) ** 2]), "each hidden unit has its own mask: the variance of a "
                                                                 "sum of independent terms is the sum of their variances"),
+            (np.stack([(1 - p) * h_col @ w2 + b2, p * (1 - p) * (h_col ** 2) @ (w2 ** 2)]),
+             "W1 is stored row by row (shape (d, H), row-major), as in the chapter's flat layout"),
         ], rtol=1e-8)
+        if hint is None and _looks_sampled(got, exact):
+            hint = ("your mean and variance are both near the exact moments but not equal to them, as a Monte Carlo "
+                    "estimate would be: derive them over the masks in closed form")
         if hint is None:
             ok_mean = np.allclose(got[0], exact[0], rtol=1e-9, atol=1e-10)
             hint = ("your mean is right; the variance of z_j for z_j ~ Bernoulli(1 - p) is p (1 - p), and the variance "
@@ -435,6 +545,9 @@ def _check_bnn_11(answer, rng):
             v = np.einsum("ij,ji->i", Phi_star, np.linalg.solve(Lam, Phi_star.T))
             return np.stack([Phi_star @ m, np.sqrt(cov_scale * v + noise_var)])
         exact = pred(1 / s ** 2)
+        Lam_lik = Phi.T @ Phi / (T * sigma ** 2) + np.diag(1 / s ** 2)             # only the likelihood tempered
+        lik_only = np.stack([Phi_star @ np.linalg.solve(Lam_lik, Phi.T @ y / (T * sigma ** 2)),
+                             np.sqrt(np.einsum("ij,ji->i", Phi_star, np.linalg.solve(Lam_lik, Phi_star.T)) + sigma ** 2)])
         cands = [
             (np.stack([exact[0], exact[1] ** 2]), "the second entry is the predictive sd, not the variance"),
             (pred(1 / s ** 2, noise_var=0.), "the predictive of y* adds the observation noise to the spread of f(x*)"),
@@ -443,6 +556,8 @@ def _check_bnn_11(answer, rng):
             (pred(1 / s ** 2, cov_scale=1 / T), "the tempered posterior's precision is Lambda / T, so its covariance is "
                                                 "T Lambda^{-1}"),
             (pred(1 / s), "prior_std is a standard deviation: the prior precision is 1 / prior_std^2"),
+            (lik_only, "that tempers the likelihood only, p(D | w)^(1/T) p(w); the exercise tempers the whole posterior, "
+                       "(p(D | w) p(w))^(1/T), prior included"),
             (pred(1 / s ** 2, cov_scale=1.), "the temperature scales the posterior covariance"),
             (np.stack([T * exact[0], exact[1]]), "tempering does not move the mode: the predictive mean is unchanged"),
             (np.stack([exact[0] / T, exact[1]]), "tempering does not move the mode: the predictive mean is unchanged"),

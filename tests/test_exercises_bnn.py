@@ -1,6 +1,7 @@
 """The problem set of the BNN chapter (nbs/exercises/07_bnn.ipynb): the solutions pass, plausible wrong answers fail
 (exercise_harness)."""
 import numpy as np
+import pytest
 from scipy import special, stats
 
 from exercise_harness import chapter_tests
@@ -24,17 +25,21 @@ def _prior_sd(d, H, alpha, beta, fan_in=True):
 
 
 def _log_joint(theta, X, y, hidden, alpha, beta, noise_std, fan_in=True, column_major=False, consts=True,
-               lik_scale=None, prior=True):
+               lik_scale=None, prior=True, prior_norm=True, lik_norm=True, act=np.tanh):
     d, H = X.shape[1], hidden
     W1, b1, w2, b2 = _unpack(theta, d, H, column_major)
-    f = np.tanh(X @ W1 + b1) @ w2 + b2
+    f = act(X @ W1 + b1) @ w2 + b2
     s = _prior_sd(d, H, alpha, beta, fan_in)
     sig = noise_std if lik_scale is None else lik_scale
     lp = stats.norm.logpdf(theta, 0, s).sum() if prior else 0.
     ll = stats.norm.logpdf(y, f, sig).sum()
-    if not consts:
+    if not consts:                   # the -log(2 pi) / 2 terms dropped, the -log(sd) terms kept
         lp += 0.5 * np.log(2 * np.pi) * theta.size * prior
         ll += 0.5 * np.log(2 * np.pi) * len(y)
+    if not prior_norm:               # the whole -log(sqrt(2 pi) s_i) of every prior factor dropped
+        lp += (0.5 * np.log(2 * np.pi) + np.log(s)).sum()
+    if not lik_norm:                 # the whole -log(sqrt(2 pi) sigma) of every likelihood factor dropped
+        ll += len(y) * (0.5 * np.log(2 * np.pi) + np.log(sig))
     return lp + ll
 
 
@@ -46,7 +51,7 @@ def _prior_var(X, hidden, alpha, beta, half=0.5, width=1, fan_in=True, sd=False)
 
 
 def _mixture(y, f, sig, logw, how):
-    lp = stats.norm.logpdf(y, f, sig[:, None])
+    lp = stats.norm.logpdf(y, f, (sig ** 2 if how == "variance" else sig)[:, None])
     lw = logw - special.logsumexp(logw)
     if how == "naive":               # exp, average, log: underflows to log(0) for far targets and overflows for big weights
         with np.errstate(all="ignore"):
@@ -58,6 +63,8 @@ def _mixture(y, f, sig, logw, how):
         return np.mean(special.logsumexp(lp + logw[:, None], axis=0))
     if how == "uniform":             # weights ignored
         return np.mean(special.logsumexp(lp, axis=0) - np.log(len(sig)))
+    if how == "variance":            # the noise variance used as the sd
+        return np.mean(special.logsumexp(lp + lw[:, None], axis=0))
 
 
 def _kl_grad(mu, rho, s, how):
@@ -71,7 +78,24 @@ def _kl_grad(mu, rho, s, how):
             }[how]
 
 
+def _reparam_exact(mu, rho, Phi, y, noise_std):
+    "Mean and sd of every coordinate of the one-draw reparameterised gradient, written anew (see the solutions)."
+    c, A = Phi.T @ (y - Phi @ mu) / noise_std ** 2, Phi.T @ Phi / noise_std ** 2
+    B, e = A * np.logaddexp(0, rho)[None, :], special.expit(rho)
+    row = (B ** 2).sum(1)
+    return np.r_[c, -np.diag(B) * e], np.r_[np.sqrt(row), e * np.sqrt(c ** 2 + np.diag(B) ** 2 + row)]
+
+
 def _reparam(mu, rho, Phi, y, noise_std, n_draws, rng, how):
+    if how in ("noisy", "moments"):  # the exact mean plus noise: N(0, 1), or with the exact sd of each coordinate
+        m, sd = _reparam_exact(mu, rho, Phi, y, noise_std)
+        return m + (1. if how == "noisy" else sd) * rng.standard_normal((n_draws, m.size))
+    if how == "score":               # score-function estimator with a mean baseline: unbiased, not reparameterised
+        sq = np.logaddexp(0, rho)
+        eps = rng.standard_normal((n_draws, mu.size))
+        h = stats.norm.logpdf(y, (mu + sq * eps) @ Phi.T, noise_std).sum(1)
+        h = (h - h.mean())[:, None]
+        return np.concatenate([h * eps / sq, h * (eps ** 2 - 1) / sq * special.expit(rho)], axis=1)
     sig = np.exp(rho) if how == "exp" else np.logaddexp(0, rho)
     eps = rng.standard_normal((1 if how == "one_eps" else n_draws, mu.size)) * np.ones((n_draws, 1))
     theta = mu + sig * eps
@@ -79,6 +103,8 @@ def _reparam(mu, rho, Phi, y, noise_std, n_draws, rng, how):
     if how == "mean":
         g = g / len(y)
     dsig = np.exp(rho) if how == "exp" else special.expit(rho)
+    if how == "two_eps":             # a second, fresh epsilon in the gradient in rho
+        eps = rng.standard_normal((n_draws, mu.size))
     g_rho = {"no_sigmoid": g * eps, "no_eps": g * dsig}.get(how, g * eps * dsig)
     out = np.concatenate([g, g_rho], axis=1)
     return -out if how == "sign" else out
@@ -86,8 +112,14 @@ def _reparam(mu, rho, Phi, y, noise_std, n_draws, rng, how):
 
 def _dropout(params, X, hidden, p, how):
     d, H = X.shape[1], hidden
-    W1, b1, w2, b2 = _unpack(params, d, H)
+    W1, b1, w2, b2 = _unpack(params, d, H, column_major=how == "column_major")
     h = np.maximum(X @ W1 + b1, 0)
+    if how == "column_major":        # W1 unpacked column by column
+        return (1 - p) * h @ w2 + b2, p * (1 - p) * (h ** 2) @ (w2 ** 2)
+    if how == "monte_carlo":         # moments of 20000 sampled masks instead of the closed form
+        z = np.random.default_rng(0).random((20000, 1, H)) < 1 - p
+        F = (z * h) @ w2 + b2
+        return F.mean(0), F.var(0)
     if how == "inverted":            # PyTorch's convention: kept units scaled by 1 / (1 - p)
         return h @ w2 + b2, p / (1 - p) * (h ** 2) @ (w2 ** 2)
     if how == "shared":              # one mask for the whole layer
@@ -124,6 +156,11 @@ def _laplace(theta, x, y, x_star, s, sigma, how):
 
 
 def _blr(Phi, y, Phi_star, s, sigma, T, how):
+    if how == "temper_lik":          # p(D | w)^(1/T) p(w): the likelihood tempered, the prior not
+        Lam = Phi.T @ Phi / (T * sigma ** 2) + np.diag(1 / s ** 2)
+        m = np.linalg.solve(Lam, Phi.T @ y / (T * sigma ** 2))
+        v = np.einsum("ij,ji->i", Phi_star, np.linalg.solve(Lam, Phi_star.T))
+        return Phi_star @ m, np.sqrt(v + sigma ** 2)
     Lam = Phi.T @ Phi / sigma ** 2 + np.diag(1 / s if how == "prec_s" else 1 / s ** 2)
     m = np.linalg.solve(Lam, Phi.T @ y / sigma ** 2)
     v = np.einsum("ij,ji->i", Phi_star, np.linalg.solve(Lam, Phi_star.T))
@@ -139,6 +176,9 @@ WRONG = {
         lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, column_major=True),   # W1 unpacked column by column
         lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, lik_scale=s ** 2),    # noise variance used as the sd
         lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, prior=False),         # the log likelihood only
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, prior_norm=False),    # the chapter's formula
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, prior_norm=False, lik_norm=False),  # no constants
+        lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, act=lambda u: np.maximum(u, 0)),  # relu
     ],
     "bnn.2": [
         lambda X, H, a, b: _prior_var(X, H, a, b, half=1.0),          # E relu(a)^2 taken as Var a (no 1/2)
@@ -151,6 +191,7 @@ WRONG = {
         lambda y, f, s, lw: _mixture(y, f, s, lw, "jensen"),          # mean of log densities (Jensen's lower bound)
         lambda y, f, s, lw: _mixture(y, f, s, lw, "unnormalised"),    # weights not normalised
         lambda y, f, s, lw: _mixture(y, f, s, lw, "uniform"),         # weights ignored
+        lambda y, f, s, lw: _mixture(y, f, s, lw, "variance"),        # noise variance used as the sd
     ],
     "bnn.4": [
         (0.1320, 0.2108),            # the two numbers swapped
@@ -171,12 +212,18 @@ WRONG = {
         lambda *a: _reparam(*a, how="mean"),         # gradient of the mean log-likelihood, not the sum
         lambda *a: _reparam(*a, how="exp"),          # sigma = exp(rho) instead of softplus(rho)
         lambda *a: _reparam(*a, how="sign"),         # gradient of the negative log-likelihood
+        lambda *a: _reparam(*a, how="two_eps"),      # a fresh epsilon for the gradient in rho
+        lambda *a: _reparam(*a, how="noisy"),        # exact gradient plus N(0, 1) noise (passed the mean-only checker)
+        lambda *a: _reparam(*a, how="moments"),      # exact mean plus noise of the exact sd (also passed it)
+        lambda *a: _reparam(*a, how="score"),        # score function with a baseline (passed it now and then)
     ],
     "bnn.7": [
         lambda th, X, H, p: _dropout(th, X, H, p, "inverted"),
         lambda th, X, H, p: _dropout(th, X, H, p, "shared"),
         lambda th, X, H, p: _dropout(th, X, H, p, "no_keep"),
         lambda th, X, H, p: _dropout(th, X, H, p, "var_p"),
+        lambda th, X, H, p: _dropout(th, X, H, p, "column_major"),
+        lambda th, X, H, p: _dropout(th, X, H, p, "monte_carlo"),
     ],
     "bnn.9": [
         (1.0, 1.0),                  # "every ensemble samples the posterior"
@@ -197,6 +244,7 @@ WRONG = {
         lambda *a: _blr(*a, how="temper_noise"),     # the noise tempered too
         lambda *a: _blr(*a, how="inverse_T"),        # covariance Lambda^-1 / T
         lambda *a: _blr(*a, how="ignore_T"),         # temperature ignored
+        lambda *a: _blr(*a, how="temper_lik"),       # only the likelihood tempered
     ],
     "bnn.12": [
         (0.01915, 4 * 0.01915),      # first-order law: step size proportional to the batch size
@@ -207,3 +255,41 @@ WRONG = {
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("bnn", WRONG)
+
+
+# The hint each wrong answer is meant to get (a substring of it), where the checker names the mistake (every wrong
+# answer of bnn.6 is here, so its messages are also checked for the exact gradient, which must never be shown).
+HINTS = [
+    ("bnn.1", 0, "lacks the -log(2 pi) / 2"),
+    ("bnn.1", 1, "alpha_l / sqrt(fan-in)"),
+    ("bnn.1", 2, "W1 is stored row by row"),
+    ("bnn.1", 3, "noise_std is a standard deviation"),
+    ("bnn.1", 4, "includes the log prior"),
+    ("bnn.1", 5, "the chapter's formula"),
+    ("bnn.1", 6, "dropped every normalising constant"),
+    ("bnn.1", 7, "default activation is relu"),
+    ("bnn.3", 4, "noise_std is a standard deviation"),
+    ("bnn.6", 0, "d softplus(rho) / d rho"),
+    ("bnn.6", 1, "d theta / d sigma_q = eps"),
+    ("bnn.6", 2, "fresh epsilon for every row"),
+    ("bnn.6", 3, "mean log-likelihood"),
+    ("bnn.6", 4, "not exp(rho)"),
+    ("bnn.6", 5, "negative log-likelihood"),
+    ("bnn.6", 6, "with the same eps that made theta"),
+    ("bnn.6", 7, "with a fresh eps ~ N(0, I)"),
+    ("bnn.6", 8, "with a fresh eps ~ N(0, I)"),
+    ("bnn.6", 9, "score-function estimator"),
+    ("bnn.7", 0, "inverted dropout"),
+    ("bnn.7", 1, "its own mask"),
+    ("bnn.7", 4, "W1 is stored row by row"),
+    ("bnn.7", 5, "Monte Carlo"),
+    ("bnn.11", 5, "tempers the likelihood only"),
+]
+
+
+@pytest.mark.parametrize("ex_id,j,hint", HINTS, ids=[f"{i}-wrong{j}" for i, j, _ in HINTS])
+def test_wrong_answer_gets_its_hint(ex_id, j, hint, seed):
+    from bayesnotes.exercises import check
+    res = check(ex_id, WRONG[ex_id][j], rng=seed(17))
+    assert not res.passed and hint in res.message, res.message
+    assert ex_id != "bnn.6" or "expected:" not in res.message, res.message   # the exact gradient is never shown
