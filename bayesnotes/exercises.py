@@ -225,6 +225,8 @@ def as_array(got,        # what the student's code returned
         arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
         raise Fail(f"{case}: {what} is not a number or an array of numbers.", got=f"{type(got).__name__}") from None
+    if shape is not None and tuple(shape) == () and arr.size == 1:
+        arr = arr.reshape(())  # a number asked for: [3.05] or np.array([3.05]) is that number too
     if shape is not None and arr.shape != tuple(shape):
         raise Fail(f"{case}: {what} has the wrong shape.", expected=f"shape {tuple(shape)}", got=f"shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -287,6 +289,12 @@ def expect_choice(got,        # the student's choice
                  ):
     "`Fail` unless `got` is `correct`; an answer outside `options` is told what the options are (strings compare case-blind)."
     norm = (lambda v: v.strip().lower() if isinstance(v, str) else v)
+    if not isinstance(got, str):  # a number, possibly as a size-1 array; anything else is not one option
+        arr = np.asarray(got, dtype=object)
+        if arr.size != 1:
+            raise Fail(f"{case}: answer with one of {list(options)} (a single value).", got=_short(got, 80))
+        got = arr.reshape(-1)[0]
+        got = got.item() if isinstance(got, np.generic) else got
     if norm(got) not in [norm(o) for o in options]:
         raise Fail(f"{case}: answer with one of {list(options)}.", got=got)
     if norm(got) != norm(correct):

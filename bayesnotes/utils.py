@@ -5,19 +5,28 @@
 # %% ../nbs/00a_utils.ipynb #9e845e88
 from __future__ import annotations
 import copy as _copy
+import dataclasses
 from contextlib import contextmanager
 import functools
+import importlib.abc
+import importlib.machinery
 import inspect
+import io
+import linecache
 import math
+import re
 import sys
+import textwrap
 import time
+import tokenize
 
 import numpy as np
 from scipy import linalg
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
-           'check_probability', 'check_spd', 'shares_parameters', 'track', 'blas_threads']
+           'check_probability', 'check_spd', 'shares_parameters', 'docments_of', 'parameter_section',
+           'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -184,6 +193,248 @@ def shares_parameters(source,   # the function whose parameters (names, defaults
         wrapper.__signature__, wrapper.__delwrap__ = full, source
         return wrapper
     return decorate
+
+# %% ../nbs/00a_utils.ipynb #adadd930
+def _header_tokens(lines, start):
+    """Tokens of the `def` header that starts at index `start` of `lines` (decorators included), up to the end of the
+    line of its closing ':' (a comment there documents the last parameter)."""
+    it = iter(lines[start:])
+    out, depth, seen_def, closed = [], 0, False, False
+    try:
+        for tok in tokenize.generate_tokens(lambda: next(it, "")):
+            out.append(tok)
+            if closed and tok.type in (tokenize.NEWLINE, tokenize.NL) or closed and tok.start[0] > closed:
+                return out
+            if tok.type == tokenize.NAME and tok.string == "def":
+                seen_def = True
+            elif tok.type == tokenize.OP and seen_def:
+                if tok.string in "([{":
+                    depth += 1
+                elif tok.string in ")]}":
+                    depth -= 1
+                elif tok.string == ":" and depth == 0 and not closed:
+                    closed = tok.start[0]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return None
+
+
+def _own_docments(fn):
+    """The comment of each parameter of `fn`'s own `def` (and 'return'), by fastcore.docments' rule: the comment on
+    the line of the parameter's name, else the comment lines stacked right above it. Only the `def`'s header is
+    read (from the lines the interpreter keeps), so importing the package stays fast."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return {}
+    toks = _header_tokens(linecache.getlines(code.co_filename), code.co_firstlineno - 1)
+    if not toks:
+        return {}
+    line0 = code.co_firstlineno - 1           # token line 1 is file line co_firstlineno
+    comments = {t.start[0] + line0: t.string[1:].strip() for t in toks if t.type == tokenize.COMMENT}
+    at, depth, expect, after_def, ret_next = {}, 0, False, False, False
+    for t in toks:
+        if t.type == tokenize.NAME and t.string == "def":
+            after_def = True
+        if not after_def or t.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+            continue
+        if ret_next:                          # the first token of the return annotation
+            at[t.start[0] + line0], ret_next = "return", False
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+            expect = depth == 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        elif t.type == tokenize.OP and t.string == "," and depth == 1:
+            expect = True
+        elif t.type == tokenize.OP and t.string == "->" and depth == 0:
+            ret_next = True
+        elif t.type == tokenize.NAME and expect and depth == 1:
+            at[t.start[0] + line0], expect = t.string, False
+    docs = {}
+    for line, name in at.items():
+        if line in comments:
+            docs[name] = comments[line]
+            continue
+        above, k = [], line - 1
+        while k >= code.co_firstlineno and k in comments and k not in at:
+            above.append(comments[k])
+            k -= 1
+        if above:
+            docs[name] = "\n".join(reversed(above))
+    return docs
+
+
+def docments_of(fn, # a function, method or class
+               ) -> dict:
+    """The docments of `fn`: for each parameter (and 'return') the comment written after it in the source, as
+    `fastcore.docments` reads them (one of nbdev's dependencies, not the package's). A wrapper from
+    `shares_parameters` adds the shared parameters' comments from its source (`__delwrap__`); a class gives its
+    `__init__`'s."""
+    if inspect.isclass(fn):
+        fn = fn.__init__
+    docs = {}
+    while fn is not None:
+        for name, doc in _own_docments(fn).items():
+            docs.setdefault(name, doc)
+        fn = getattr(fn, "__delwrap__", None)
+    return docs
+
+
+def _annotation(a):
+    if a is inspect.Parameter.empty:
+        return ""
+    return a if isinstance(a, str) else inspect.formatannotation(a)
+
+
+def _short_repr(v, width=60):
+    r = repr(v)
+    return r if len(r) <= width else r[:width - 3] + "..."
+
+
+def parameter_section(fn,          # the function or method to document
+                      docs=None,   # its docments (name -> comment); None reads them with `docments_of`
+                     ) -> str:
+    """The numpydoc 'Parameters' (and 'Returns') section of `fn` made from its signature and docments: each
+    parameter with its annotation, its default and its comment, as `help()`, Jupyter's `?` and IDEs show them."""
+    docs = docments_of(fn) if docs is None else docs
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return ""
+    out = []
+    for p in sig.parameters.values():
+        if p.name in ("self", "cls"):
+            continue
+        star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+        head, typ = star + p.name, _annotation(p.annotation)
+        if typ or p.default is not p.empty:
+            head += " : " + ", ".join(s for s in (typ, "" if p.default is p.empty else f"default {_short_repr(p.default)}") if s)
+        out += [head] + ["    " + line for line in (docs.get(p.name) or "").splitlines()]
+    text = "Parameters\n----------\n" + "\n".join(out) if out else ""
+    ret, rdoc = _annotation(sig.return_annotation), docs.get("return")
+    if ret or rdoc:
+        text += ("\n\n" if text else "") + "Returns\n-------\n" + (ret or "result") + "".join(
+            "\n    " + line for line in (rdoc or "").splitlines())
+    return text
+
+
+def _field_section(cls):
+    """The numpydoc 'Attributes' section of a NamedTuple or dataclass from the comments after its fields (read from
+    the lines of its `class` statement at the top level of its module)."""
+    mod = sys.modules.get(cls.__module__)
+    lines = linecache.getlines(getattr(mod, "__file__", None) or "")
+    head = re.compile(rf"class\s+{re.escape(cls.__name__)}\b")
+    start = next((i for i, l in enumerate(lines) if head.match(l)), None)
+    if start is None:
+        return ""
+    fields, out = getattr(cls, "__annotations__", {}), []
+    for line in lines[start + 1:]:
+        if line.strip() and not line[0].isspace() and not line.lstrip().startswith("#"):
+            break                             # the class body has ended
+        m = re.match(r"\s+(\w+)\s*:", line)
+        if m and m.group(1) in fields:
+            try:
+                doc = next((t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(line).readline)
+                            if t.type == tokenize.COMMENT), "")
+            except (tokenize.TokenError, IndentationError):
+                doc = ""
+            out += [f"{m.group(1)} : {_annotation(fields[m.group(1)])}"] + ["    " + l for l in doc.splitlines()]
+    return "Attributes\n----------\n" + "\n".join(out) if out else ""
+
+
+_SECTIONS = re.compile(r"\n\n(Parameters\n----------|Returns\n-------|Attributes\n----------)\n")
+
+def _inherited_summary(cls, name):
+    "The docstring of method `name` in the nearest base class that has one, without its generated sections."
+    for base in cls.__mro__[1:]:
+        f = vars(base).get(name)
+        f = f.__func__ if isinstance(f, (classmethod, staticmethod)) else f
+        if getattr(f, "__doc__", None):
+            return _SECTIONS.split(inspect.cleandoc(f.__doc__))[0]
+    return None
+
+
+def _with_section(doc, section):
+    if not section or (doc and ("\n" + section.partition("\n")[0] + "\n-") in "\n" + doc):
+        return doc
+    return (inspect.cleandoc(doc) + "\n\n" if doc else "") + section
+
+
+def add_parameter_docs(module, # a module of the package, after it is executed
+                      ) -> int:
+    """Append a numpydoc 'Parameters' section, made from the docments, to the docstring of every function, class and
+    public method in `module.__all__` (and an 'Attributes' section to every NamedTuple and dataclass), so that
+    `help()`, `?` and IDEs show what show_doc's tables show. An override without its own comment for a parameter
+    takes the comment of the method it overrides. Idempotent; returns the number of docstrings changed."""
+    n = 0
+    def patch(f, section):
+        nonlocal n
+        new = _with_section(f.__doc__, section)
+        if new != f.__doc__:
+            f.__doc__, n = new, n + 1
+    for name in getattr(module, "__all__", []):
+        obj = getattr(module, name, None)
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(obj):
+            patch(obj, parameter_section(obj))
+        elif inspect.isclass(obj):
+            if (issubclass(obj, tuple) and hasattr(obj, "_fields")) or dataclasses.is_dataclass(obj):
+                patch(obj, _field_section(obj))
+            elif "__init__" in vars(obj) and inspect.isfunction(vars(obj)["__init__"]):
+                patch(obj, parameter_section(obj.__init__, _inherited_docments(obj, "__init__")))
+            for k, v in vars(obj).items():
+                f = v.__func__ if isinstance(v, (classmethod, staticmethod)) else v
+                if not k.startswith("_") and inspect.isfunction(f):
+                    if f.__doc__ is None:          # help() would show the base's; keep that, with this signature
+                        f.__doc__ = _inherited_summary(obj, k)
+                    patch(f, parameter_section(f, _inherited_docments(obj, k)))
+    return n
+
+
+def _inherited_docments(cls, name):
+    "Docments of method `name` of `cls`, each missing comment taken from the same method of a base class (MRO)."
+    docs = {}
+    for base in cls.__mro__:
+        f = vars(base).get(name)
+        f = f.__func__ if isinstance(f, (classmethod, staticmethod)) else f
+        if inspect.isfunction(f):
+            for k, v in docments_of(f).items():
+                docs.setdefault(k, v)
+    return docs
+
+class _DocsLoader:
+    "The usual loader of a module of the package, adding the Parameters sections once the module has run."
+    def __init__(self, loader): self._loader = loader
+    def __getattr__(self, name): return getattr(self._loader, name)
+    def create_module(self, spec): return self._loader.create_module(spec)
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        add_parameter_docs(module)
+
+
+class _DocsFinder(importlib.abc.MetaPathFinder):
+    "Finds `package.<module>` as Python does and hands it to `_DocsLoader`."
+    def __init__(self, package): self.package = package
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(self.package + ".") or fullname.count(".") != 1:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None and spec.submodule_search_locations is None:
+            spec.loader = _DocsLoader(spec.loader)
+        return spec
+
+
+def install_parameter_docs(package:str, # the package whose modules get Parameters sections ("bayesnotes")
+                          ) -> None:
+    """Make every module of `package` pass through `add_parameter_docs` when it is imported (the package's
+    `__init__` calls this once), including the modules imported already. Calling it again changes nothing."""
+    if not any(isinstance(f, _DocsFinder) and f.package == package for f in sys.meta_path):
+        sys.meta_path.insert(0, _DocsFinder(package))
+    for name, mod in list(sys.modules.items()):
+        if name.startswith(package + ".") and name.count(".") == 1 and mod is not None:
+            add_parameter_docs(mod)
+
 
 # %% ../nbs/00a_utils.ipynb #dadd4b0d
 class _TextProgress:
