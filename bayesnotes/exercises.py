@@ -57,7 +57,10 @@ def _missing(answer):
 def _short(x, width=300):
     "A value as a student would print it, cut to `width` characters."
     with np.printoptions(precision=6, suppress=False, threshold=20, edgeitems=3):
-        s = repr(np.asarray(x)) if isinstance(x, (np.ndarray, list, tuple)) and not isinstance(x, str) else repr(x)
+        try:   # a ragged list is shown as Python prints it
+            s = repr(np.asarray(x)) if isinstance(x, (np.ndarray, list, tuple)) else repr(x)
+        except (ValueError, TypeError):
+            s = repr(x)
     s = " ".join(s.split())
     return s if len(s) <= width else s[: width - 3] + "..."
 
