@@ -1,0 +1,180 @@
+"""The reader's path: every chapter declares its prerequisites in one parseable line, the links and labels agree with
+the sidebar, the graph is acyclic, the figure of nbs/how_to_use.ipynb draws exactly the declared edges, and the
+course tracks of that page are closed under prerequisites and name existing exercises. Fast (no notebook is run).
+
+The parsing lives once, in tools/chapter_graph.py, which the page imports too."""
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NBS = ROOT / "nbs"
+sys.path.insert(0, str(ROOT / "tools"))
+import chapter_graph as cg  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def chapters():
+    return cg.read_chapters(NBS)
+
+
+@pytest.fixture(scope="module")
+def labels():
+    return dict(cg.sidebar_labels(ROOT / "_quarto.yml"))
+
+
+def test_every_chapter_has_one_well_formed_line():
+    "Exactly one 'Before this chapter' line per chapter, in its first markdown cell, right after the description."
+    names = sorted(p.name for p in NBS.glob("0*.ipynb"))
+    assert names, "no chapter notebooks"
+    bad = []
+    for name in names:
+        text = cg.first_markdown(NBS / name)
+        lines = text.splitlines()
+        found = cg.prerequisite_lines(text)
+        if len(found) != 1:
+            bad.append(f"{name}: {len(found)} declaration lines")
+            continue
+        try:
+            cg.parse_line(found[0])
+        except ValueError as e:
+            bad.append(f"{name}: {e}")
+        k = lines.index(found[0])
+        before = [l for l in lines[:k] if l.strip()]
+        if not before or not before[-1].startswith("> "):
+            bad.append(f"{name}: the declaration does not follow the `> description` line")
+        # nowhere else in the notebook
+        cells = json.loads((NBS / name).read_text(encoding="utf-8"))["cells"]
+        others = sum(len(cg.prerequisite_lines(cg._src(c))) for c in cells) - 1
+        if others:
+            bad.append(f"{name}: {others} more declaration line(s) outside the title cell")
+    assert not bad, "\n".join(bad)
+    assert set(cg.read_chapters(NBS)) == set(names)
+
+
+def test_parse_line_rejects_malformed_lines():
+    good = "**Before this chapter:** [0 Foundations](00_core.ipynb), [1 X](01_vi.ipynb) · **Core**"
+    assert cg.parse_line(good) == ([("0 Foundations", "00_core.ipynb"), ("1 X", "01_vi.ipynb")], "Core", [])
+    assert cg.parse_line("**Before this chapter:** none · **Optional** · uses [7 B](07_bnn.ipynb) ahead")[2] == [("7 B", "07_bnn.ipynb")]
+    for bad in ("**Before this chapter:** none", "**Before this chapter:** [0 F](00_core.ipynb) · Core",
+                "**Before this chapter:** [0 F](00_core.ipynb); [1 X](01_vi.ipynb) · **Core**",
+                "**Before this chapter:** nothing · **Core**", "**Before this chapter:** none · **Main**",
+                "**Before this chapter:** [0 F](00_core.md) · **Core**"):
+        with pytest.raises(ValueError):
+            cg.parse_line(bad)
+
+
+def test_links_exist_and_labels_match_the_sidebar(chapters, labels):
+    "Every link of a declaration (prerequisite or note) names an existing chapter with its sidebar label."
+    bad = []
+    for c in chapters.values():
+        for label, f in c.prereqs + c.soft:
+            if not (NBS / f).exists():
+                bad.append(f"{c.name}: link to missing {f}")
+            elif labels.get(f) != label:
+                bad.append(f"{c.name}: [{label}]({f}) but the sidebar says {labels.get(f)!r}")
+        if c.name in {f for _, f in c.prereqs}:
+            bad.append(f"{c.name} lists itself")
+        if len({f for _, f in c.prereqs}) != len(c.prereqs):
+            bad.append(f"{c.name}: a prerequisite listed twice")
+    assert not bad, "\n".join(bad)
+
+
+def test_main_chapters_are_core(chapters):
+    "The main chapters 0-8 are core; a core chapter's prerequisites are core (the main line needs no optional page)."
+    for name, c in chapters.items():
+        if re.fullmatch(r"0\d_[a-z]\w*\.ipynb", name) and not re.match(r"0\d[a-z]_", name):
+            assert c.core, f"{name} is a main chapter but marked {c.mark}"
+        if c.core:
+            opt = [f for _, f in c.prereqs if not chapters[f].core]
+            assert not opt, f"core chapter {name} needs optional {opt}"
+
+
+def test_graph_is_acyclic(chapters):
+    assert cg.find_cycle(chapters, cg.edges(chapters)) is None, cg.find_cycle(chapters, cg.edges(chapters))
+    # and the checker does find a cycle when there is one
+    assert cg.find_cycle(["a", "b", "c"], {("a", "b"), ("b", "c"), ("c", "a")}) is not None
+
+
+def test_soft_links_point_elsewhere(chapters):
+    "A note's link is not also a prerequisite (then it is one), and a chapter used 'ahead' comes later in the book."
+    for c in chapters.values():
+        both = {f for _, f in c.soft} & {f for _, f in c.prereqs}
+        assert not both, f"{c.name}: {both} both a prerequisite and in the note"
+        note = c.line.split("**" + c.mark + "**", 1)[1]
+        for m in re.finditer(r"\]\(([^)]+)\) ahead", note):
+            assert m.group(1) > c.name, f"{c.name} says it uses {m.group(1)} ahead, but that comes earlier"
+
+
+def test_figure_draws_the_declared_edges(chapters, labels):
+    "The figure of the page has one arrow per declared prerequisite and one dashed arrow per note link, no more."
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = cg.fig_chapter_graph(chapters, labels)
+    try:
+        hard, soft = cg.drawn_edges(fig)
+        assert hard == cg.edges(chapters), (hard ^ cg.edges(chapters))
+        assert soft == cg.soft_edges(chapters), (soft ^ cg.soft_edges(chapters))
+        texts = [t.get_text().replace("\n", " ") for t in fig.axes[0].texts]
+        assert len(texts) == len(chapters), "one box per chapter"
+    finally:
+        plt.close(fig)
+
+
+def test_page_draws_the_figure_from_the_parser():
+    "The page's figure cell imports the same parser (not a copy) and hides its code."
+    cells = json.loads((NBS / "how_to_use.ipynb").read_text(encoding="utf-8"))["cells"]
+    code = [cg._src(c) for c in cells if c["cell_type"] == "code"]
+    fig_cells = [s for s in code if "fig_chapter_graph" in s]
+    assert len(fig_cells) == 1
+    assert "from chapter_graph import" in fig_cells[0] and "read_chapters" in fig_cells[0]
+    assert re.search(r"^#\|\s*(echo:\s*false|code-fold:\s*true)", fig_cells[0], re.M)
+    assert not any("default_exp" in s for s in code), "the page is a plain page, not a module"
+
+
+def test_page_is_in_the_sidebar_after_the_landing_page():
+    hrefs = [h for h, _ in cg.sidebar_labels(ROOT / "_quarto.yml")]
+    assert hrefs[:2] == ["index.ipynb", "how_to_use.ipynb"], hrefs[:3]
+
+
+def test_three_tracks_closed_under_prerequisites(chapters):
+    tracks = cg.read_tracks(NBS / "how_to_use.ipynb")
+    assert len(tracks) == 3, [t.title for t in tracks]
+    needs = cg.exercises(NBS / "exercises")
+    problems = [p for t in tracks for p in cg.track_problems(t, chapters, needs)]
+    assert not problems, "\n".join(problems)
+    for t in tracks:
+        assert t.sessions, f"{t.title} has no sessions"
+        assert [k for k, _, _ in t.sessions] == list(range(1, len(t.sessions) + 1)), f"{t.title}: sessions not 1..n"
+        assert all(links and ids for _, links, ids in t.sessions), f"{t.title}: a session without chapters or exercises"
+
+
+def test_track_checker_catches_mistakes(chapters):
+    "The closure check fails on a chapter before its prerequisite, an unknown exercise, and an exercise set too early."
+    needs = cg.exercises(NBS / "exercises")
+    lab = {f: "x" for f in chapters}
+    t = cg.Track("T", [], [(1, [(lab["04_mcmc.ipynb"], "04_mcmc.ipynb")], ["mcmc.99", "mcmc.8"])])
+    found = "\n".join(cg.track_problems(t, chapters, needs))
+    assert "needs 03_montecarlo.ipynb" in found and "no exercise mcmc.99" in found and "exercise mcmc.8" in found
+    t = cg.Track("T", [("x", "00_core.ipynb")], [(1, [("x", "03_montecarlo.ipynb"), ("x", "04_mcmc.ipynb"),
+                                                     ("x", "04b_diagnostics.ipynb")], ["mcmc.8"])])
+    assert cg.track_problems(t, chapters, needs) == []
+
+
+def test_exercise_ids_and_their_chapters():
+    "Ids are unique per heading; each exercise builds on existing chapters; the extras are stated in the problem sets."
+    needs = cg.exercises(NBS / "exercises")
+    assert len(needs) >= 90 and "mcmc.3" in needs
+    for e, fs in needs.items():
+        assert fs and all((NBS / f).exists() for f in fs), (e, fs)
+    for e, extra in cg.EXERCISE_EXTRA.items():
+        prefix = e.split(".")[0]
+        book = {"mc": "03_montecarlo", "smc": "05_smc", "bnn": "07_bnn"}[prefix]
+        intro = cg.first_markdown(NBS / "exercises" / f"{book}.ipynb")
+        assert e in intro and all(f"../{f}" in intro for f in extra), f"{e}: the problem set's intro does not say {extra}"
