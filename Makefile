@@ -23,7 +23,7 @@ OLDEST_PYTHON ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/$(MIN_PY).*
 # tests/ files that need the documentation stack (nbdev, smalldocs), not only the library
 DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py --ignore=tests/test_compat.py
 
-.PHONY: help venv test test-slow seed-sweep seed-sweep-long nb-margins test-latest test-oldest lock site serve figures export clean readme \
+.PHONY: help venv test test-slow test-arviz seed-sweep seed-sweep-long nb-margins test-latest test-oldest lock site serve figures export clean readme \
         test-browser test-jupyterlab site-weight tag-cells chromium
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make tag-cells     give the chapter notebooks their website cell options (tools/tag_cells.py; idempotent)"
 	@echo "make export   nbdev_export + nbdev_clean + README after editing notebooks"
 	@echo "make test-slow     the longer statistical checks (pytest -m slow), outside make test"
+	@echo "make test-arviz    install the optional ArviZ extra into the venv and check to_arviz against ArviZ"
 	@echo "make seed-sweep    rerun the statistical tests with every algorithm seed shifted, 20 offsets, table"
 	@echo "make seed-sweep-long  the fast seeded tests (under 2 s each) over 200 offsets: rare failures, local optima"
 	@echo "make nb-margins    run every notebook for SEED=0..19 and tabulate each assert's margin"
@@ -57,6 +58,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests
+
+# ArviZ is an optional extra (settings.ini: arviz_requirements), not in the locked dev environment: this installs it
+test-arviz: $(STAMP)
+	$(PY) -m pip install --quiet $$(sed -n 's/^arviz_requirements *= *//p' settings.ini)
+	$(PY) -m pytest -p no:xdist tests/test_arviz.py nbs/04b_diagnostics.ipynb
 
 seed-sweep: $(STAMP)
 	$(PY) tools/seed_sweep.py --offsets 20 -n 2

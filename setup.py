@@ -12,6 +12,7 @@ cfg = cfg['DEFAULT']
 
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
+arviz_requirements = cfg.get('arviz_requirements', '').split()   # optional: bayesnotes.diagnostics.to_arviz
 licenses = {'apache2': ('Apache Software License 2.0', 'OSI Approved :: Apache Software License')}
 lic = licenses[cfg['license']]
 statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Production/Stable']
@@ -36,7 +37,7 @@ setuptools.setup(
     include_package_data=True,
     package_data={'bayesnotes': ['data/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'arviz': arviz_requirements},
     python_requires='>=' + cfg['min_python'],
     zip_safe=False,
     entry_points={'nbdev': [f"{cfg['lib_name']}={cfg['lib_name']}._modidx:d"]},

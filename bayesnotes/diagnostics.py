@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ChainShapeWarning', 'rhat', 'ess_bulk', 'ess_tail', 'ess_mean', 'ar1_chains', 'geyer_steps', 'fig_geyer_ar1',
            'mcse_mean', 'mcse_sd', 'mcse_quantile', 'autocorr', 'Summary', 'summary', 'plot_trace', 'plot_rank',
-           'fig_split_rhat', 'fig_ar1_ess', 'e_bfmi']
+           'fig_split_rhat', 'fig_ar1_ess', 'e_bfmi', 'to_arviz']
 
 # %% ../nbs/04b_diagnostics.ipynb #00a7c1dc
 import warnings
@@ -521,3 +521,71 @@ def e_bfmi(energy):   # Hamiltonian at each transition, (chain, draw) or (draw,)
                       "as nan", RuntimeWarning, stacklevel=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(const, np.nan, num / np.where(const, 1.0, den))
+
+# %% ../nbs/04b_diagnostics.ipynb #85dedc11
+def _arviz():
+    try:
+        import arviz
+    except ImportError:
+        raise ImportError("to_arviz needs ArviZ, an optional extra: pip install arviz "
+                          "(or pip install 'bayesnotes[arviz]')") from None
+    return arviz
+
+
+def _draws_3d(x, name):
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 2:
+        x = x[..., None]
+    if x.ndim != 3:
+        raise ValueError(f"{name} must have shape (chain, draw, dim) or (chain, draw), got {x.shape}")
+    return x
+
+
+def to_arviz(result,           # an `MCMCResult` of `sample`, a `VIResult` of `advi`, a weighted-particle result (`particles`, `weights`) of the SMC samplers, or draws (chain, draw[, dim])
+             var_names=None,   # one name per coordinate (each becomes a scalar variable); None: one variable "theta" of shape (dim,)
+             n_draws:int=1000, # draws taken from q (VI) or resampled from the particles (SMC); MCMC keeps its own
+             rng=None,         # random generator or seed (SPEC 7) for those draws
+            ):
+    """ArviZ's `InferenceData` of a result, for ArviZ's plots and diagnostics (ArviZ is an optional extra). MCMC draws
+    keep their (chain, draw) layout, and the per-draw statistics go to `sample_stats` under ArviZ's names (`lp`,
+    `acceptance_rate`, `diverging`, `energy`, `tree_depth`, `n_steps`, `step_size`). A variational fit gives `n_draws`
+    independent draws from q, and weighted particles `n_draws` multinomial resamples, each as one chain: their R-hat and
+    ESS then describe those draws, not a Markov chain."""
+    az = _arviz()
+    rng = as_rng(rng)
+    stats_ = {}
+    if hasattr(result, "draws") and hasattr(result, "stats"):            # MCMCResult
+        x = _draws_3d(result.draws, "result.draws")
+        st = result.stats
+        stats_ = {"lp": st.logdensity, "acceptance_rate": st.accept_prob, "diverging": st.divergent.astype(bool),
+                  "n_steps": st.n_grad}
+        if getattr(result, "kernel", None) in ("hmc", "nuts"):
+            stats_["energy"] = st.energy
+        if getattr(result, "kernel", None) == "nuts":
+            stats_["tree_depth"] = st.tree_depth
+        step = np.asarray(result.step_size, dtype=float)
+        if step.ndim == 1 and step.shape[0] == x.shape[0]:
+            stats_["step_size"] = np.repeat(step[:, None], x.shape[1], axis=1)
+    elif hasattr(result, "q") and hasattr(result.q, "sample"):          # VIResult
+        x = result.q.sample(check_count("n_draws", n_draws), rng=rng)[None]
+    elif hasattr(result, "particles") and hasattr(result, "weights"):   # weighted particles
+        P = np.asarray(result.particles, dtype=float)
+        W = np.asarray(result.weights, dtype=float)
+        if P.ndim == 1:
+            P = P[:, None]
+        if P.ndim != 2 or W.shape != P.shape[:1] or not np.all(np.isfinite(W)) or np.any(W < 0) or W.sum() <= 0:
+            raise ValueError(f"result.particles must be (N, dim) and result.weights (N,) non-negative, got {P.shape} and {W.shape}")
+        x = P[rng.choice(len(W), size=check_count("n_draws", n_draws), p=W / W.sum())][None]
+    elif isinstance(result, np.ndarray):
+        x = _draws_3d(result, "result")
+    else:
+        raise TypeError(f"result must be an MCMCResult, a VIResult, a result with particles and weights, or an array; "
+                        f"got {type(result).__name__}")
+    if var_names is None:
+        posterior = {"theta": x}
+    else:
+        names = list(var_names)
+        if len(names) != x.shape[2] or len(set(names)) != len(names):
+            raise ValueError(f"var_names must give {x.shape[2]} distinct names, one per coordinate, got {names}")
+        posterior = {n: x[:, :, i] for i, n in enumerate(names)}
+    return az.from_dict(posterior=posterior, sample_stats=stats_ or None)
