@@ -430,7 +430,7 @@ def _check_decision_9(answer, rng):
         case = (f"case {i + 1} of {n_cases}: {pc.shape[1]} classes, calibration class counts {counts.tolist()}, "
                 f"{len(pt)} test points, alpha={alpha:g}")
         got = call(answer, pc.copy(), yc.copy(), pt.copy(), alpha, case=case)
-        got = as_array(got, (len(pt), pc.shape[1]), case, "your array of sets")
+        got = as_array(got, (len(pt), pc.shape[1]), case, "your array of sets", allow_bool=True)
         if not np.all((got == 0) | (got == 1)):
             raise Fail(f"{case}: your sets must be a boolean (or 0/1) array.", got=got)
         got = got.astype(bool)

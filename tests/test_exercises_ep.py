@@ -6,7 +6,7 @@ import numpy as np
 from scipy import special, stats
 
 from bayesnotes.ep import gamma_from_mean_log, tilted_moments
-from exercise_harness import chapter_tests
+from exercise_harness import chapter_tests, raises
 
 
 # ep.1: the Gamma projection of an inverse gamma
@@ -142,7 +142,7 @@ WRONG = {
     "ep.1": [
         _mean_var_match,
         lambda a, b: (a, b),                     # the parameters of 1/gamma, which is Gamma(a, b)
-        _sign_log,
+        raises(_sign_log),                       # the equation has no root: the student's function raises
         _rate_inverted,
     ],
     "ep.2": [
