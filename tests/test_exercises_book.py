@@ -84,7 +84,7 @@ def test_problem_set_is_linked(ch):
 # A checker must run the student's answer only through `call`: whatever the answer does (raise, be a stub, be None), the
 # verdict is the student's ("error", "missing", "failed"), never "internal" (a bug of the book). These checkers call
 # the answer directly today (a raise becomes "internal"); their xfail is lifted once they go through `call`.
-CALLS_DIRECTLY = {"vae.6", "vae.7", "vae.9"}   # checks_vae.py: `got = answer() if callable(answer) else answer`
+CALLS_DIRECTLY = set()   # checkers that call the answer directly instead of through `call` (none left)
 _PROBED = [e.id for e in exercises() if e.checker is not None]
 
 

@@ -1,9 +1,10 @@
 """The problem set of the VAE chapter (nbs/exercises/08_vae.ipynb): the solutions pass their checkers and typical wrong
 answers fail, at every seed offset (exercise_harness). Each wrong answer is a mistake a student makes, named in its comment."""
 import numpy as np
+import pytest
 from scipy import special, stats
 
-from exercise_harness import chapter_tests
+from exercise_harness import chapter_tests, solutions
 
 
 def _quietly(f):
@@ -43,6 +44,11 @@ def _marginal_sds(W, s):
     sig2 = np.diag(Sigma)   # KL(N(m, diag sig2) || N(m, Sigma)) for the marginal variances
     gap = 0.5 * (np.sum(np.diag(Lam) * sig2) - len(sig2) - np.linalg.slogdet(Lam)[1] - np.sum(np.log(sig2)))
     return np.sqrt(sig2), gap
+
+
+# ---- vae.6: the AR(1) prior of d = 16 values with alpha = 0.9
+_AR_LAM = np.linalg.inv(0.9 ** np.abs(np.subtract.outer(np.arange(16), np.arange(16))))
+_AR_MIN = 0.5 * (14 * np.log1p(0.81) - np.log1p(-0.81))
 
 
 # ---- vae.8
@@ -129,11 +135,14 @@ WRONG = {
         lambda lw: (special.logsumexp(lw, 0) - np.log(len(lw)), np.sum(special.softmax(lw, 0), 0)),  # ESS from sum, not squares
     ],
     "vae.6": [
-        16 * 0.5 * (0.6 - 1 - np.log(0.6)),           # sigma where sigma^2 belongs
-        0.5 * (0.36 - 1 - np.log(0.36)),              # one coordinate, not 16
-        16 * (0.36 - 1 - np.log(0.36)),               # factor 1/2 forgotten
-        16 * 0.5 * (0.05 ** 2 - 1 - np.log(0.05 ** 2)),   # the lower end of the range
-        3.05,                                         # rounded to three digits
+        0.5 * (np.trace(_AR_LAM) - 16 - np.linalg.slogdet(_AR_LAM)[1]),   # q = N(0, I), the prior's marginals
+        0.5 * (16 * np.log1p(0.81) - np.log1p(-0.81)),                   # interior precision also at the two ends
+        2 * _AR_MIN,                                                      # factor 1/2 forgotten
+        -0.5 * np.log1p(-0.81),                                           # two neighbours only
+        0.0,                                                              # "the marginals are N(0, 1): no rate"
+        0.5 * 15 * np.log1p(0.81),                                        # the prior with unit innovations instead
+        4.984,                                                            # rounded to four digits
+        np.array([_AR_MIN, _AR_MIN]),                                     # not one number
     ],
     "vae.7": [
         np.array([0.7012, 0.6366]),     # the two dimensions swapped
@@ -143,6 +152,7 @@ WRONG = {
     ],
     "vae.8": [
         _top2_from_noise(lambda rng, sh: -np.log(rng.random(sh))),                  # exponential noise, not Gumbel
+        _top2_from_noise(lambda rng, sh: rng.normal(0, np.pi / np.sqrt(6), sh)),    # normal noise with the Gumbel's sd
         _top2_from_noise(lambda rng, sh: rng.gumbel(size=sh), smallest=True),       # the two smallest perturbed logits
         _top2_from_noise(lambda rng, sh: rng.gumbel(size=sh), reverse=True),        # the pair in the wrong order
         _two_gumbel_max,                                                            # with replacement
@@ -174,3 +184,32 @@ WRONG = {
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("vae", WRONG)
+
+
+def test_lists_and_size_one_arrays_pass(seed):
+    "A pair or triple returned as a list, and the number of vae.6 in an array of size 1 or to 7 digits, are accepted."
+    from bayesnotes.exercises import check
+    ns = solutions("vae")
+    for ex_id, name in (("vae.4", "best_diag_encoder"), ("vae.5", "iwae_ess"), ("vae.12", "vq_grads")):
+        res = check(ex_id, lambda *args, f=ns[name]: list(f(*args)), rng=seed(17))
+        assert res.passed, res.message
+    for answer in (np.array([_AR_MIN]), [_AR_MIN], np.array([[_AR_MIN]]), float(f"{_AR_MIN:.7g}")):
+        res = check("vae.6", answer, rng=seed(17))
+        assert res.passed, res.message
+
+
+@pytest.mark.parametrize("ex_id,j", [("vae.3", 0), ("vae.4", 0), ("vae.4", 2), ("vae.6", 2), ("vae.10", 0), ("vae.11", 0)])
+def test_derive_answers_are_not_revealed(ex_id, j, seed):
+    "In the derive exercises a wrong answer is told what is wrong, never the expected value."
+    from bayesnotes.exercises import check
+    res = check(ex_id, WRONG[ex_id][j], rng=seed(17))
+    assert res.status == "failed" and "expected:" not in res.message, res.message
+
+
+def test_vae8_hints(seed):
+    "A reversed pair is named; noise of the wrong law is pointed at, even when its first class is nearly right."
+    from bayesnotes.exercises import check
+    reversed_, normal = WRONG["vae.8"][3], WRONG["vae.8"][1]
+    assert "reversed" in check("vae.8", reversed_, rng=seed(17)).message
+    res = check("vae.8", normal, rng=seed(17))
+    assert res.status == "failed" and "noise" in res.message and "first class is right" not in res.message, res.message
