@@ -56,15 +56,24 @@ def _kumaraswamy_cdf(x, a, b):
 @exercise("mc.1", "Inverse CDF: the Kumaraswamy distribution", "implement", stars=1, minutes=10,
           solution="kumaraswamy_sample")
 def _check_mc_1(answer, rng):
-    """kumaraswamy_sample(a, b, n, rng) -> (n,) draws. Three cases with a and b a factor 2.5-5 apart (so that swapped
-    parameters show), n = 4000 each, Kolmogorov-Smirnov test against the exact CDF at level 1e-6 / 3 per case: false
-    alarm 1e-6 for a correct sampler (the KS law is exact for continuous F). Draws outside [0, 1] fail at once; a
-    sampler must use its `rng` (same seed, same draws)."""
+    """kumaraswamy_sample(a, b, n, rng) -> (n,) draws. Three cases with a and b a factor 2.5-5 apart (before rounding
+    to three decimals; so that swapped parameters show): the first with a in [2, 4] and b above it, in [5, 20], where
+    the Kumaraswamy CDF is at least 0.2 away from the Beta(a, b) CDF (a Beta sampler fails); the other two with a in
+    [0.5, 3] and b in [0.3, 10] on either side of it. n = 4000 each, Kolmogorov-Smirnov test against the exact CDF at
+    level 1e-6 / 3 per case: false alarm 1e-6 for a correct sampler (the KS law does not depend on a continuous F).
+    Draws outside [0, 1] fail at once; a sampler must use its `rng` (same seed, same draws)."""
     n, alpha = 4000, 1e-6 / 3
     for i in range(3):
-        la = rng.uniform(math.log(0.5), math.log(3.0))
-        lb = la + rng.choice([-1, 1]) * rng.uniform(math.log(2.5), math.log(5.0))
-        a, b = round(math.exp(la), 3), round(math.exp(float(np.clip(lb, math.log(0.3), math.log(10.0)))), 3)
+        r = math.exp(rng.uniform(math.log(2.5), math.log(5.0)))     # how far apart a and b are
+        if i == 0:                               # near a Beta only when a or b is near or below 1: not here
+            a = float(rng.uniform(2.0, 4.0))
+            b = a * r
+        else:
+            a = math.exp(rng.uniform(math.log(0.5), math.log(3.0)))
+            b = a * r if rng.random() < 0.5 else a / r
+            if not 0.3 <= b <= 10.0:             # then the other side lies in [0.3, 10] (a in [0.5, 3], r <= 5)
+                b = a * a / b
+        a, b = round(a, 3), round(b, 3)
         case = f"case {i + 1} of 3: kumaraswamy_sample(a={a}, b={b}, n={n}, rng)"
         x = as_array(call(answer, a, b, n, _generator(rng), case=case), (n,), case, "your draws")
         out = (x < 0) | (x > 1)                  # 0 and 1 themselves can come out of rounding (b = 0.3: P(x > 1 - 1e-16) ~ 1e-5)
@@ -139,10 +148,12 @@ def _tail_logsf(x, a):
           solution="normal_tail_sample")
 def _check_mc_3(answer, rng):
     """normal_tail_sample(a, n, rng) -> (n,) draws of N(0, 1) given X > a. Three cases, a in [0.2, 1], [1, 2.5] and
-    [2.5, 4.5], n = 4000 each: draws below a fail at once; then a Kolmogorov-Smirnov test against the exact
-    truncated-normal CDF at level 1e-6 / 3 per case (false alarm 1e-6; the KS law is exact for a continuous CDF).
-    The sampler must use its `rng`."""
-    n, alpha = 4000, 1e-6 / 3
+    [2.5, 4.5], n = 40 000 each: draws below a fail at once; then a Kolmogorov-Smirnov test against the exact
+    truncated-normal CDF at level 1e-6 / 3 per case (false alarm 1e-6; the KS law does not depend on a continuous CDF).
+    The sampler must use its `rng`. n = 40 000 because an acceptance probability exp(-(x - lam)^2), without the 1/2 (a
+    normal of variance 1/2 truncated at a), is only 0.034 to 0.009 from the right CDF for a = 0.2 to 4.5: below the KS
+    statistic 0.044 that has p-value 1e-6 / 3 at n = 4000; at n = 40 000 it is 0.014."""
+    n, alpha = 40_000, 1e-6 / 3
     for i, (lo, hi) in enumerate(((0.2, 1.0), (1.0, 2.5), (2.5, 4.5))):
         a = round(float(rng.uniform(lo, hi)), 3)
         case = f"case {i + 1} of 3: normal_tail_sample(a={a}, n={n}, rng)"
@@ -219,10 +230,15 @@ def _check_mc_5(answer, rng):
         case = f"case {i + 1} of 6: is_second_moment(mu={mu}, sigma={s})"
         got = call(answer, mu, s, case=case)
         exact = _is_second_moment(mu, s)
+        if got is None:                          # as as_array, which cannot be used: math.inf is a right answer here
+            raise Fail(f"{case}: your second moment is None.", hint="a function without a `return` statement returns None")
         try:
-            g = float(got)
+            arr = np.asarray(got, dtype=float)
         except (TypeError, ValueError):
             raise Fail(f"{case}: your answer is not a number.", got=f"{type(got).__name__}") from None
+        if arr.size != 1:
+            raise Fail(f"{case}: your answer is not a single number.", expected="shape ()", got=f"shape {arr.shape}")
+        g = float(arr.reshape(()))               # [v] and np.array([v]) are the number v too
         if math.isinf(exact):
             if g == math.inf:
                 continue
@@ -298,8 +314,8 @@ def _mix_logpdf(x):
     return special.logsumexp(np.log(_MIX_WEIGHTS) + stats.norm.logpdf(x[..., None], _MIX_MEANS, _MIX_SDS), axis=-1)
 
 
-_XGRID = np.linspace(-14.0, 14.0, 28_001)             # trapezoid rule: spectrally accurate for these smooth,
-_LOGP_GRID = None                                      # rapidly decaying integrands (checked against quad in the solutions)
+_XGRID = np.linspace(-14.0, 14.0, 28_001)             # trapezoid rule: spectrally accurate for these smooth, rapidly
+_LOGP_GRID = None                                      # decaying integrands (this grid is checked against quad in mc.7's solution)
 
 
 @lru_cache(maxsize=64)
@@ -335,11 +351,9 @@ def _check_mc_7(answer, rng):
     e_s, d_s = _ess_law(round(s, 6))
     e_b, d_b = _ess_law(float(_WIDTHS[b]))
     if e_s + z * d_s < e_b - z * d_b:
-        hint = ("that width is too narrow: the proposal must cover both modes and the tails of the wider one"
-                if s < _WIDTHS[b] else
-                "that width is too wide: most draws land where the target is small, and their weights are tiny")
         raise Fail(f"{case}: a proposal N(0, s^2) with s = {s:g} does not have the largest ESS.", got=s,
-                   hint=hint + "; run the scan with N = 20 000 draws per width and pick the largest ESS")
+                   hint="rerun the scan (N = 20 000 draws per width, rng=SEED + i) and read off the width with the "
+                        "largest ESS fraction")
     return 1
 
 # %% ../nbs/solutions/03_montecarlo.ipynb #e992659d

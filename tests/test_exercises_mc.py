@@ -22,6 +22,9 @@ def _kum_cdf_applied(a, b, n, rng):      # applies F to u instead of F^{-1}
     u = rng.random(n)
     return 1 - (1 - u ** a) ** b
 
+def _kum_beta(a, b, n, rng):             # the Beta(a, b) law, which "looks much like" it (close only when a or b is near or below 1)
+    return rng.beta(a, b, n)
+
 def _kum_global_rng(a, b, n, rng):       # right formula, random numbers from np.random instead of rng
     u = np.random.random(n)
     return (1 - (1 - u) ** (1 / b)) ** (1 / a)
@@ -67,6 +70,15 @@ def _tail_numpy_scale(a, n, rng):        # rng.exponential(lam): numpy's argumen
 def _tail_accept_with_a(a, n, rng):      # acceptance probability exp(-(x - a)^2 / 2): a in place of lam
     lam = _lam_star(a)
     return _tail_rejection(a, n, rng, a, 1 / lam, a)
+
+def _tail_no_half(a, n, rng):            # acceptance probability exp(-(x - lam)^2): the 1/2 dropped
+    lam = _lam_star(a)
+    out, have = [], 0
+    while have < n:
+        x = a + rng.exponential(1 / lam, 2 * n)
+        keep = rng.random(2 * n) <= np.exp(-(x - lam) ** 2)
+        out.append(x[keep]); have += int(keep.sum())
+    return np.concatenate(out)[:n]
 
 def _tail_unshifted(a, n, rng):          # forgets the shift: proposals Expon(lam), many below a
     lam = _lam_star(a)
@@ -144,9 +156,9 @@ def _ais_telescoped(log_q0, log_gamma, xs, betas):     # "telescopes" a product 
 
 
 WRONG = {
-    "mc.1": [_kum_swapped, _kum_not_inverted, _kum_cdf_applied, _kum_global_rng],
+    "mc.1": [_kum_swapped, _kum_not_inverted, _kum_cdf_applied, _kum_global_rng, _kum_beta],
     "mc.2": [_tail_unnormalised, _tail_interior_always, _tail_M, _tail_no_lam],
-    "mc.3": [_tail_accept_all, _tail_numpy_scale, _tail_accept_with_a, _tail_unshifted],
+    "mc.3": [_tail_accept_all, _tail_numpy_scale, _tail_accept_with_a, _tail_unshifted, _tail_no_half],
     "mc.4": [_snis_unnormalised, _snis_naive_exp, _snis_weighted_sd, _snis_ess_unnormalised],
     "mc.5": [_m2_no_shift, _m2_rejection_threshold, _m2_half_exponent, _m2_variance],
     "mc.6": [_bias_sign, _bias_weight_variance, _bias_cross_term_only],
@@ -166,3 +178,15 @@ WRONG = {
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("mc", WRONG)
+
+
+def test_mc5_takes_a_number_in_any_wrapping(seed):
+    "A right second moment returned as [v] or np.array([v]) passes; None gets the missing-return hint."
+    from bayesnotes.exercises import check
+    from exercise_harness import solutions
+    right = solutions("mc")["is_second_moment"]
+    for wrap in (lambda v: [v], lambda v: np.array([v]), np.float64):
+        res = check("mc.5", lambda mu, sigma: wrap(right(mu, sigma)), rng=seed(17))
+        assert res.passed, res.message
+    res = check("mc.5", lambda mu, sigma: None, rng=seed(17))
+    assert res.status == "failed" and "return" in res.message, res.message
