@@ -98,8 +98,10 @@ def _missing(answer):
 def _short(x, width=300):
     "A value as a student would print it, cut to `width` characters."
     with np.printoptions(precision=6, suppress=False, threshold=20, edgeitems=3):
-        try:   # a ragged list is shown as Python prints it
+        try:   # a ragged list is shown as Python prints it; a 0-d array as the number it holds
             s = repr(np.asarray(x)) if isinstance(x, (np.ndarray, list, tuple)) else repr(x)
+            if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "fiu":
+                s = repr(x.item()) if x.dtype.kind in "iu" else f"{x.item():.7g}"
         except (ValueError, TypeError):
             s = repr(x)
     s = " ".join(s.split())

@@ -65,15 +65,22 @@ def kalman_gain_r(m, P, y, F, C, Q, R):                       # gain with R^{-1}
 # ---- smc.4: a bootstrap filter ------------------------------------------------------------------------------------
 def _pf(kind):
     def pf(y, a, c, q, r, m0, p0, N, rng):
-        x = (0.0 if kind == "init" else m0) + np.sqrt(q if kind == "init" else p0) * rng.standard_normal(N)
+        if kind == "init":                             # x_0 from N(0, q), the law of one step's noise
+            x = np.sqrt(q) * rng.standard_normal(N)
+        else:                                          # p0_sd: p0 read as a standard deviation
+            x = m0 + (p0 if kind == "p0_sd" else np.sqrt(p0)) * rng.standard_normal(N)
+        sd_q = q if kind == "q_sd" else np.sqrt(q)     # q_sd, r_sd: q or r read as a standard deviation
+        sd_r = r if kind == "r_sd" else np.sqrt(r)
         log_Z, W = 0.0, None
         for t in range(len(y)):
             if t > 0:
                 if kind != "no_resampling":
                     x = x[rng.choice(N, size=N, p=W)]
-                x = a * x + np.sqrt(q) * rng.standard_normal(N)
-            lw = stats.norm.logpdf(y[t], c * x, np.sqrt(r))
-            lse = logsumexp(lw)
+                x = a * x + sd_q * rng.standard_normal(N)
+            elif kind == "move_x0":                    # moves x_0 through the dynamics before weighting it by y_0
+                x = a * x + sd_q * rng.standard_normal(N)
+            lw = -0.5 * np.log(2 * np.pi * sd_r ** 2) - (y[t] - c * x) ** 2 / (2 * sd_r ** 2)
+            lse = np.max(lw) + np.log(np.sum(np.exp(lw - np.max(lw))))
             if kind == "jensen":
                 log_Z += np.mean(lw)                   # the average of log weights, not the log of their average
             elif kind == "last_only":
@@ -130,8 +137,10 @@ WRONG = {
     "smc.1": [ess_upside_down, ess_naive, ess_fraction_of_n, ess_unnormalised, ess_perplexity],
     "smc.2": [sys_fixed_uniform, sys_stratified, sys_multinomial, sys_off_by_one, sys_uses_n, sys_counts],
     "smc.3": [kalman_no_q, kalman_no_predict, kalman_plus, kalman_ll_r, kalman_gain_r],
-    "smc.4": [_pf("jensen"), _pf("init"), _pf("no_resampling"), _pf("no_1_over_n"), _pf("z_not_log"), _pf("last_only")],
-    "smc.5": ["quadratic", "sqrt", "constant", "exponential", "linear in N"],
+    "smc.4": [_pf("jensen"), _pf("init"), _pf("no_resampling"), _pf("no_1_over_n"), _pf("z_not_log"), _pf("last_only"),
+              _pf("p0_sd"), _pf("q_sd"), _pf("r_sd"), _pf("move_x0")],
+    "smc.5": ["quadratic", "sqrt", "constant", "exponential", "linear in N",
+              np.array([0.1, 0.2, 0.4, 0.8])],      # several values (used to raise inside expect_choice: "internal")
     "smc.6": [ess_inverse, ess_relvar, ess_no_exp, ess_s2_as_sd],
     "smc.7": [disp_position_sensor, disp_var_sum, disp_weight_q, disp_sign],
     "smc.8": [(0.958, 0.298), (298.0, 958.0), (0.05, 0.90), (0.30, 1.0), (0.2, 0.958)],
@@ -139,3 +148,55 @@ WRONG = {
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("smc", WRONG)
+
+
+def _sol(name):
+    from exercise_harness import solutions
+    return solutions("smc")[name]
+
+
+def test_size_one_arrays_pass_for_numbers(seed):
+    "A number returned as an array of size 1 ([x] or np.array([x])) is that number (review item 11)."
+    from bayesnotes.exercises import check
+    one = lambda f: (lambda *a: np.array([f(*a)]))
+    cases = {"smc.1": one(_sol("ess_log")), "smc.6": one(_sol("ess_fraction")),
+             "smc.9": one(_sol("log_evidence_ratio")), "smc.4": one(_sol("bootstrap_log_evidence")),
+             "smc.3": lambda *a: (*_sol("kalman_step")(*a)[:2], [_sol("kalman_step")(*a)[2]])}
+    for ex_id, f in cases.items():
+        res = check(ex_id, f, rng=seed(23))
+        assert res.passed, res.message
+
+
+def test_hints_name_the_mistake(seed):
+    from bayesnotes.exercises import check
+    res = check("smc.1", ess_unnormalised, rng=seed(29))           # 1 / sum exp(2 (lw - max lw))
+    assert res.status == "failed" and "does not normalise" in res.message, res.message
+    res = check("smc.4", _pf("jensen"), rng=seed(29))
+    assert res.status == "failed" and "average the weights, not their logs" in res.message, res.message
+
+
+def test_derive_checkers_do_not_show_the_answer(seed):
+    "smc.6, smc.7 and smc.9 ask for a formula: a failure must not print the expected value (review item 3)."
+    from bayesnotes.exercises import check
+    for ex_id, wrong in (("smc.6", ess_inverse), ("smc.6", ess_no_exp), ("smc.7", disp_position_sensor),
+                         ("smc.7", disp_var_sum), ("smc.9", ratio_no_const)):
+        res = check(ex_id, wrong, rng=seed(31))
+        assert res.status == "failed" and "expected:" not in res.message, res.message
+    hint6 = check("smc.6", lambda *a: 0.5, rng=seed(31)).message
+    assert "c^2 s2 + r" not in hint6 and "c mu" not in hint6.split("hint:")[-1], hint6
+
+
+def test_case_arrays_are_printed_in_full(seed):
+    "The case descriptions print every entry of arrays up to 50 entries, longer ones by size and range (review item 12): no '...'."
+    from bayesnotes.exercises import check
+    for ex_id, wrong in (("smc.1", ess_upside_down), ("smc.9", ratio_no_const), ("smc.2", sys_multinomial)):
+        res = check(ex_id, wrong, rng=seed(37))
+        case_line = res.message.splitlines()[1]
+        assert res.status == "failed" and "..." not in case_line, case_line
+
+
+def test_several_values_for_a_choice_fail_cleanly():
+    "An array of several values for smc.5 is a 'failed' verdict that names the options, not a checker bug (review item 4)."
+    from bayesnotes.exercises import check
+    res = check("smc.5", np.array([0.1, 0.2, 0.4, 0.8]))
+    assert res.status == "failed" and "single value" in res.message, res.message
