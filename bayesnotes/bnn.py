@@ -1645,7 +1645,7 @@ def regression_benchmark(X,                        # inputs of the full data set
     return BenchmarkResult(list(methods), R, LL, T, n_train, n_test)
 
 # %% ../nbs/07_bnn.ipynb #c67e45f6
-# Vadam in the comparison: the seed's moving averages (Cinelli et al. sec. 4.7.4: gamma_1 = 0.99, gamma_2 = 0.9) and
+# Vadam in the comparison: the moving averages of Cinelli et al. (2021), sec. 4.7.4 (gamma_1 = 0.99, gamma_2 = 0.9), and
 # 2000 steps (160 epochs of diabetes), long enough for s to forget its start and the objective to level off
 VADAM_BENCHMARK = dict(n_iter=2000, beta1=0.99, beta2=0.9)
 

@@ -1600,7 +1600,7 @@ def simulated_annealing(energy,         # energy function E(x) of one point (d,)
     return np.array(path), np.array(temps), best
 
 # %% ../nbs/04_mcmc.ipynb #52a183d2
-SA_SCALE = 10 * 6 / 99   # the seed code's proposal sd of 10 cells of its 100 x 100 grid on [-3, 3]^2, in x units (about 0.61)
+SA_SCALE = 10 * 6 / 99   # the proposal sd of Murphy (2023)'s code, 10 cells of its 100 x 100 grid on [-3, 3]^2, in x units (about 0.61)
 
 def fig_annealing(n_iter=300,        # iterations
                   cooling=0.99,      # cooling rate c of T_{t+1} = c T_t

@@ -630,7 +630,7 @@ def _reg1d_log_joint(W, G, x, y, mu, tau, alpha0, beta0):
 
 def fig_vb_regression_1d(n_iter:int=10, # CAVI sweeps
                         ):
-    "1-d regression: q(w) q(gamma) vs the exact posterior, the marginal of gamma (with the seed's eq. 3.29), ELBO trace."
+    "1-d regression: q(w) q(gamma) vs the exact posterior, the marginal of gamma (with eq. 3.29 of Cinelli et al. 2021), ELBO trace."
     x, y = regression_1d_example()
     prior = dict(mu=0., tau=1., alpha0=1., beta0=1.)
     vb = vb_regression_1d(x, y, **prior, n_iter=n_iter)
