@@ -21,7 +21,6 @@ import time
 import tokenize
 
 import numpy as np
-from scipy import linalg
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
@@ -162,6 +161,7 @@ def check_spd(name:str,  # argument name used in the error message
         check_shape(name, A, (d, d))
     if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(A).max()))):
         raise ValueError(f"{name} must be symmetric")
+    from scipy import linalg     # here, not at the top: `import bayesnotes` (which loads this module) stays light
     try:
         return linalg.cholesky(A, lower=True)
     except linalg.LinAlgError:
