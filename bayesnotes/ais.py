@@ -7,16 +7,67 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
-from scipy import stats
+from scipy import linalg, stats
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_spd, spawn_rng, track
+from .utils import (as_rng, check_count, check_finite, check_logpdf, check_positive, check_sampler_args,
+                              check_spd, prior_particles, spawn_rng, track)
 from .core import ess, log_mean_exp
 from .plotting import new_figure, COLORS
-from .smc import _check_logpdf, _check_sampler_args, _prior_particles, _rw_chains, _rw_factor
 
 # %% auto #0
-__all__ = ['AISResult', 'ais', 'EvidenceProblem', 'mixture_evidence_problem', 'EqualCostComparison', 'ais_vs_importance',
-           'TemperatureStudy', 'ais_temperature_study', 'fig_ais_temperatures']
+__all__ = ['rw_factor', 'in_support', 'rw_chains', 'AISResult', 'ais', 'EvidenceProblem', 'mixture_evidence_problem',
+           'EqualCostComparison', 'ais_vs_importance', 'TemperatureStudy', 'ais_temperature_study',
+           'fig_ais_temperatures']
+
+# %% ../nbs/03b_ais.ipynb #ais-moves
+def rw_factor(x,          # particles (N, d)
+              W=None,     # weights of the particles (N,) for their covariance (None: equal weights)
+              scale=None, # proposal scale h (None: 2.38 / sqrt(d))
+             ) -> tuple:
+    """Random-walk proposal scale h and Cholesky factor L of the (W-weighted) covariance of the particles x (N, d):
+    proposals x + h L z; h = 2.38 / sqrt(d) unless `scale` is given."""
+    d = x.shape[1]
+    cov = np.atleast_2d(np.cov(x, rowvar=False, aweights=W))
+    L = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
+    return (2.38 / np.sqrt(d) if scale is None else float(scale)), L
+
+def in_support(log_prior, # log prior density of a batch of points (n, d) -> (n,)
+               prop,      # proposals (n, d)
+               fn,        # function of the proposals inside the prior's support: rows (k, d) -> (k,)
+               fill,      # value given to the proposals outside the support
+              ) -> tuple:
+    """The log prior of the proposals prop (n, d), and fn (rows (k, d) -> (k,)) evaluated only at the proposals inside
+    the prior's support, `fill` at the others: a likelihood or a simulator is never called where the prior is zero
+    (a scale proposed below zero, a probability above one), and those proposals are rejected by their log prior -inf."""
+    lp = check_logpdf(log_prior(prop), len(prop), "log_prior")
+    out, inside = np.full(len(prop), fill, dtype=float), lp > -np.inf
+    if inside.any():
+        out[inside] = fn(prop[inside])
+    return lp, inside, out
+
+def rw_chains(x,           # starting points (M, d), one chain from each row
+              lp,          # log prior at x, shape (M,)
+              ll,          # log likelihood at x, shape (M,)
+              lam,         # inverse temperature: the chains leave prior * lik^lam invariant
+              log_prior,   # log prior density of a batch of points (n, d) -> (n,)
+              log_lik,     # log likelihood of a batch of points (n, d) -> (n,)
+              L,           # proposal factor (d, d): a proposal is x + L z with z ~ N(0, I)
+              n_steps:int, # Metropolis steps of every chain
+              rng=None,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+             ) -> tuple:
+    """Lockstep random-walk Metropolis chains, one from each row of x, on prior * lik^lam with the log prior `lp` and log
+    likelihood `ll` of x cached: every state (n_steps + 1, M, d) with its (lp, ll), and the mean acceptance."""
+    rng = as_rng(rng)
+    xs, lps, lls, acc = [x], [lp], [ll], []
+    for _ in range(n_steps):
+        prop = x + rng.standard_normal(x.shape) @ L.T
+        lp_p, inside, ll_p = in_support(log_prior, prop, lambda p: check_logpdf(log_lik(p), len(p), "log_lik"), -np.inf)
+        with np.errstate(invalid="ignore"):           # -inf - (-inf) at rejected points outside the support
+            log_ratio = np.where(inside, lp_p - lp + lam * (ll_p - ll), -np.inf)
+        ok = np.log(rng.random(len(x))) < log_ratio
+        x, lp, ll = np.where(ok[:, None], prop, x), np.where(ok, lp_p, lp), np.where(ok, ll_p, ll)
+        xs.append(x); lps.append(lp); lls.append(ll); acc.append(ok.mean())
+    return np.stack(xs), np.stack(lps), np.stack(lls), float(np.mean(acc)) if acc else np.nan
 
 # %% ../nbs/03b_ais.ipynb #d4e5311c
 class AISResult(NamedTuple):
@@ -62,21 +113,21 @@ def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalis
        ) -> AISResult:
     "Annealed importance sampling from the prior to the posterior: log evidence, its standard error, ESS, weights and particles."
     N = check_count("n_particles", n_particles, 2)
-    _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
+    check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
     b = _schedule(n_temps, betas)
     rng = as_rng(rng)
-    x = _prior_particles(prior_sample, rng, N)
+    x = prior_particles(prior_sample, N, rng)
     T, d = len(b) - 1, x.shape[1]
     Ls = None if proposal_cov is None else _proposal_factors(proposal_cov, T, d)
     h = 2.38 / np.sqrt(d) if scale is None else float(scale)
-    lp = _check_logpdf(log_prior(x), N, "log_prior")
-    ll = _check_logpdf(log_lik(x), N, "log_lik")
+    lp = check_logpdf(log_prior(x), N, "log_prior")
+    ll = check_logpdf(log_lik(x), N, "log_lik")
     logw, acc, covs = np.zeros(N), [], np.empty((T, d, d))
     for t in track(range(T), progress, total=T, desc="ais"):
         logw += (b[t + 1] - b[t]) * ll                          # eq. (2): gamma_t / gamma_{t-1} at x_{t-1}
-        L = _rw_factor(x)[1] if Ls is None else Ls[t]           # adaptive: the current cloud's covariance
+        L = rw_factor(x)[1] if Ls is None else Ls[t]           # adaptive: the current cloud's covariance
         covs[t] = L @ L.T
-        xs, lps, lls, a = _rw_chains(rng, x, lp, ll, b[t + 1], log_prior, log_lik, h * L, n_mcmc)  # x_t ~ K_t(x_{t-1}, .)
+        xs, lps, lls, a = rw_chains(x, lp, ll, b[t + 1], log_prior, log_lik, h * L, n_mcmc, rng)  # x_t ~ K_t(x_{t-1}, .)
         x, lp, ll = xs[-1], lps[-1], lls[-1]
         acc.append(a)
     log_z, se = log_mean_exp(logw)                             # raises if every weight is zero

@@ -15,8 +15,9 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .utils import (as_rng, cache_seeded, check_count, check_finite, check_positive, check_probability,
-                              check_shape, int_seed)
+from .utils import (as_rng, cache_seeded, check_count, check_finite, check_hidden, check_inputs,
+                              check_layer_sizes, check_positive, check_probability, check_regression_data, check_shape,
+                              int_seed)
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
 from .utils import spawn_rng, track
@@ -25,21 +26,21 @@ from .utils import spawn_rng, track
 __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'VADAM_CONVERGED', 'NUTS_RUN', 'BNN_REFERENCE_RUN',
            'BNN_REFERENCE_THIN', 'BNN_REFERENCE_SEED', 'BNN_REFERENCE_FILE', 'BNN_REFERENCE_GRID', 'BENCHMARK_MODEL',
            'BENCHMARK_TRAIN', 'VADAM_BENCHMARK', 'BENCHMARK_REFERENCE_FILE', 'BENCHMARK_REFERENCE_SEED',
-           'BENCHMARK_REFERENCE_SPLITS', 'PBP_BENCHMARK', 'mlp_n_params', 'mlp_prior_std', 'mlp_init', 'mlp_apply',
-           'sample_prior_functions', 'fig_prior_functions', 'toy_function', 'toy_regression_data', 'Predictive', 'rmse',
-           'gaussian_nll', 'predictive_log_likelihood', 'calibration', 'calibration_error', 'RegressionFit', 'MAPFit',
-           'fit_map', 'toy_model', 'kl_diag_gauss', 'kl_weights', 'BBBFit', 'bayes_by_backprop', 'bbb_gradient_draws',
-           'fig_local_reparam', 'DropoutFit', 'mc_dropout', 'EnsembleFit', 'deep_ensemble', 'jacobian_rows',
-           'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'KFACLaplaceFit', 'laplace_kfac', 'LaplaceVariants',
-           'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd', 'trace_late_gain',
-           'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios', 'fig_vadam_variance',
-           'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison', 'toy_comparison',
-           'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target',
-           'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun', 'nuts_reference',
-           'reference_diagnostics', 'save_nuts_reference', 'changed_sources', 'tempered_regression_model',
-           'psgld_regression', 'TemperatureCurve', 'cold_posterior_curve', 'fig_cold_posterior', 'load_diabetes_data',
-           'benchmark_methods', 'BenchmarkResult', 'regression_benchmark', 'cinelli_methods', 'save_benchmark',
-           'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
+           'BENCHMARK_REFERENCE_SPLITS', 'PBP_BENCHMARK', 'mlp_n_params', 'mlp_prior_std', 'mlp_init', 'mlp_unpack',
+           'mlp_apply', 'sample_prior_functions', 'fig_prior_functions', 'toy_function', 'toy_regression_data',
+           'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood', 'calibration', 'calibration_error',
+           'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss', 'kl_weights', 'BBBFit',
+           'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit', 'mc_dropout', 'EnsembleFit',
+           'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'KFACLaplaceFit',
+           'laplace_kfac', 'LaplaceVariants', 'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd',
+           'trace_late_gain', 'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios',
+           'fig_vadam_variance', 'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison',
+           'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
+           'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
+           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'changed_sources',
+           'tempered_regression_model', 'psgld_regression', 'TemperatureCurve', 'cold_posterior_curve',
+           'fig_cold_posterior', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
+           'cinelli_methods', 'save_benchmark', 'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -47,42 +48,11 @@ def _sigmoid(a): return 0.5 * (anp.tanh(0.5 * a) + 1.)   # overflow-free logisti
 
 ACTIVATIONS = {"tanh": anp.tanh, "relu": _relu, "sigmoid": _sigmoid}
 
-def _check_sizes(sizes):
-    try:
-        sizes = tuple(int(s) for s in sizes)
-    except TypeError:
-        raise ValueError(f"sizes must be a sequence of layer widths, got {sizes!r}")
-    if len(sizes) < 2 or min(sizes) < 1:
-        raise ValueError(f"sizes must list an input and an output width (all >= 1), got {sizes}")
-    return sizes
-
-def _check_hidden(hidden):
-    "Hidden-layer widths as a tuple of ints >= 1 (an int is one layer; () is none)."
-    try:
-        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
-    except (TypeError, ValueError):
-        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
-    if any(h < 1 for h in hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
-    return hidden
-
 def _activation(activation):
     if callable(activation): return activation
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)} or a callable, got {activation!r}")
     return ACTIVATIONS[activation]
-
-def _check_X(X, d=None, name="X"):
-    X = check_finite(name, np.asarray(X, dtype=float))
-    if X.ndim == 1: X = X[:, None]
-    if X.ndim != 2 or X.shape[0] < 1: raise ValueError(f"{name} must have shape (n, d), got {X.shape}")
-    if d is not None and X.shape[1] != d: raise ValueError(f"{name} must have {d} columns, got {X.shape[1]}")
-    return X
-
-def _check_Xy(X, y):
-    X = _check_X(X)
-    y = check_finite("y", np.asarray(y, dtype=float))
-    if y.shape != (X.shape[0],): raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
-    return X, y
 
 def _per_layer(name, value, n_layers, strict=True):
     v = np.atleast_1d(np.asarray(value, dtype=float))
@@ -95,7 +65,7 @@ def _per_layer(name, value, n_layers, strict=True):
 def mlp_n_params(sizes, # layer widths (n_0, ..., n_L)
                 ) -> int:
     "Number of weights and biases of an MLP with layer widths `sizes`."
-    sizes = _check_sizes(sizes)
+    sizes = check_layer_sizes(sizes)
     return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
 
 def mlp_prior_std(sizes,           # layer widths (n_0, ..., n_L)
@@ -103,7 +73,7 @@ def mlp_prior_std(sizes,           # layer widths (n_0, ..., n_L)
                   bias_scale=1.,   # beta_l: scalar or one per layer; bias sd (may be 0 for initialisation only)
                  ) -> np.ndarray:
     "Prior standard deviation of every entry of the flat parameter vector, shape (P,)."
-    sizes = _check_sizes(sizes)
+    sizes = check_layer_sizes(sizes)
     L = len(sizes) - 1
     a = _per_layer("weight_scale", weight_scale, L)
     b = _per_layer("bias_scale", bias_scale, L, strict=False)
@@ -123,7 +93,9 @@ def mlp_init(sizes,           # layer widths (n_0, ..., n_L)
     shape = std.shape if n_draws is None else (check_count("n_draws", n_draws),) + std.shape
     return as_rng(rng).standard_normal(shape) * std
 
-def _unpack(params, sizes):
+def mlp_unpack(params, # flat parameters (..., P)
+               sizes,  # layer widths (n_0, ..., n_L)
+              ) -> list:
     "List of (W (..., n_in, n_out), b (..., n_out)) views of a flat parameter array (..., P)."
     i, layers, lead = 0, [], params.shape[:-1]
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -139,13 +111,13 @@ def mlp_apply(params,             # flat parameters (..., P); leading axes index
               return_hidden:bool=False, # also return the last hidden layer h_{L-1}
              ):
     "Network output f(X; params) of shape (..., N, n_L); differentiable with autograd."
-    sizes, act = _check_sizes(sizes), _activation(activation)
+    sizes, act = check_layer_sizes(sizes), _activation(activation)
     if params.shape[-1] != mlp_n_params(sizes):
         raise ValueError(f"params must have {mlp_n_params(sizes)} entries on its last axis for sizes {sizes}, "
                          f"got {params.shape[-1]}")
     if X.shape[-1] != sizes[0]:
         raise ValueError(f"X must have {sizes[0]} features on its last axis, got {X.shape[-1]}")
-    layers = _unpack(params, sizes)
+    layers = mlp_unpack(params, sizes)
     h = X
     for l, (W, b) in enumerate(layers):
         a = anp.matmul(h, W) + b[..., None, :]
@@ -165,8 +137,8 @@ def sample_prior_functions(x,                # inputs, shape (N,) or (N, 1)
                            bias_scale=1.,    # beta_l per layer
                           ) -> np.ndarray:
     "Draw networks from the weight prior and evaluate them at x; shape (n_functions, N)."
-    X = _check_X(x)
-    sizes = (X.shape[1],) + _check_hidden(hidden) + (1,)
+    X = check_inputs(x)
+    sizes = (X.shape[1],) + check_hidden(hidden) + (1,)
     W = mlp_init(sizes, rng, weight_scale, bias_scale, n_draws=n_functions)
     return mlp_apply(W, X, sizes, activation)[..., 0]
 
@@ -335,7 +307,7 @@ class RegressionFit:
         """Predictive mean and sd at X, with the `n_draws` function draws behind them. Sampling methods draw them;
         MAP repeats its one function, and an ensemble uses its M members in turn (each n_draws // M times, the
         remaining n_draws % M members drawn at random), so its mean and sd are exact when M divides n_draws."""
-        X = _check_X(X, self.sizes[0])
+        X = check_inputs(X, self.sizes[0])
         with blas_threads():
             return self._predict(X, int(check_count("n_draws", n_draws)), rng)
 
@@ -352,8 +324,8 @@ class _Settings(NamedTuple):
 
 def _setup(X, y, hidden, activation, weight_scale, bias_scale, noise_std, n_iter=1, lr=1., batch_size=None):
     "Validate the arguments shared by every method (see `fit_map`)."
-    X, y = _check_Xy(X, y)
-    sizes = _check_sizes((X.shape[1],) + _check_hidden(hidden) + (1,))
+    X, y = check_regression_data(X, y)
+    sizes = check_layer_sizes((X.shape[1],) + check_hidden(hidden) + (1,))
     _activation(activation)
     prior_std = mlp_prior_std(sizes, weight_scale, bias_scale)
     check_positive("bias_scale", bias_scale)
@@ -434,7 +406,7 @@ def toy_model(hidden=(50,),        # hidden widths (any depth)
              ) -> dict:
     """The toy problem's model for any hidden layers: first layer alpha_1 = beta_1 = `first_scale`, hidden-to-hidden
     layers alpha = sqrt(2) (He: keeps the scale of ReLU activations), beta = 1, output layer alpha = 2, beta = 1."""
-    hidden = _check_hidden(hidden)
+    hidden = check_hidden(hidden)
     check_positive("first_scale", first_scale)
     mid = len(hidden) - 1 if hidden else 0
     if not hidden: return dict(hidden=(), activation="relu", weight_scale=2., bias_scale=1., noise_std=0.3)
@@ -472,7 +444,7 @@ def _lrt_apply(mu, sig, X, sizes, activation, eps):
     """Network outputs (..., N, n_L) under q = N(mu, diag sig^2), drawing every unit's pre-activation for every input
     (local reparameterisation); mu, sig (..., P), X (..., N, n_0), eps: one standard normal array (..., N, n_l) a layer."""
     act, h, n_layers = _activation(activation), X, len(sizes) - 1
-    for l, ((Wm, bm), (Wv, bv), e) in enumerate(zip(_unpack(mu, sizes), _unpack(sig ** 2, sizes), eps)):
+    for l, ((Wm, bm), (Wv, bv), e) in enumerate(zip(mlp_unpack(mu, sizes), mlp_unpack(sig ** 2, sizes), eps)):
         mean, var = anp.matmul(h, Wm) + bm[..., None, :], anp.matmul(h ** 2, Wv) + bv[..., None, :]
         a = mean + anp.sqrt(var) * e
         if l == n_layers - 1: return a
@@ -549,8 +521,8 @@ def bbb_gradient_draws(mu,                  # variational means (P,)
     """n_rep independent one-sample estimates of the gradient of the expected log-likelihood
     E_q[sum_n log p(y_n | x_n, theta)] with respect to (mu, rho), sigma = softplus(rho), each from its own minibatch
     (|B| points without replacement, scaled by N/|B|) and one draw of the noise; shape (n_rep, 2P)."""
-    X, y = _check_Xy(X, y)
-    sizes = _check_sizes(sizes)
+    X, y = check_regression_data(X, y)
+    sizes = check_layer_sizes(sizes)
     mu = check_finite("mu", check_shape("mu", mu, (mlp_n_params(sizes),)))
     sigma = check_positive("sigma", check_shape("sigma", sigma, mu.shape))
     B, R = int(check_count("batch_size", batch_size)), int(check_count("n_rep", n_rep))
@@ -730,7 +702,7 @@ class LaplaceFit(RegressionFit):
 
 def _laplace_map(X, y, fit, rng, map_kwargs):
     "Validated training data and the MAP fit to expand around (the given one, or one fitted with map_kwargs)."
-    X, y = _check_Xy(X, y)
+    X, y = check_regression_data(X, y)
     if fit is None: fit = fit_map(X, y, rng=rng, **map_kwargs)
     if not isinstance(fit, MAPFit): raise ValueError(f"fit must be a MAPFit, got {type(fit).__name__}")
     if X.shape[1] != fit.sizes[0]: raise ValueError(f"X must have {fit.sizes[0]} columns, got {X.shape[1]}")
@@ -771,14 +743,14 @@ def laplace_last_layer(X,                # as in `laplace_ggn`
 def _layer_inputs(params, X, sizes, activation):
     "Input of every layer with a trailing 1 (homogeneous coordinates, so the bias is the last row): list of (N, n_in + 1)."
     act, h, out = _activation(activation), X, []
-    for W, b in _unpack(params, sizes):
+    for W, b in mlp_unpack(params, sizes):
         out.append(np.column_stack([h, np.ones(len(h))]))
         h = act(h @ W + b)
     return out
 
 def _output_sensitivities(params, X, sizes, activation):
     "d f(x_n) / d a_l(x_n) for the pre-activations a_l of every layer: list of (N, n_l), one reverse pass."
-    act, layers = _activation(activation), _unpack(params, sizes)
+    act, layers = _activation(activation), mlp_unpack(params, sizes)
     def total(shifts):   # f summed over inputs, with additive shifts of the pre-activations (zero at the call)
         h = X
         for l, (W, b) in enumerate(layers):
@@ -1127,7 +1099,7 @@ def linear_sgd_stationary(X,                   # inputs (N, d) of a model linear
     """Exact stationary mean and covariance ((P,), (P, P)) of constant-step minibatch SGD on a linear-Gaussian model:
     e_{t+1} = (I - lr A_B) e_t + lr r_B with e = w - w_MAP is an affine recursion with i.i.d. coefficients, so
     vec(Sigma) = lr^2 (I - E[F kron F])^{-1} vec(E[r_B r_B^T]), F = I - lr A_B."""
-    X, y = _check_Xy(X, y)
+    X, y = check_regression_data(X, y)
     N, B = len(y), int(check_count("batch_size", batch_size))
     lr, s2 = float(check_positive("lr", lr)), float(check_positive("noise_std", noise_std)) ** 2
     Phi = np.column_stack([X, np.ones(N)]); P = Phi.shape[1]
@@ -1300,7 +1272,7 @@ class SamplesFit(RegressionFit):
     def function_draws(self, X): # inputs (N, d)
         "Network outputs of every draw, shape (chain, draw, N)."
         with blas_threads():
-            return self.f(self.draws, _check_X(X, self.sizes[0]))
+            return self.f(self.draws, check_inputs(X, self.sizes[0]))
     def rhat_predictions(self, X): # inputs (N, d)
         "Rank-normalised split R-hat of f(x) at each input, shape (N,)."
         from bayesnotes.diagnostics import rhat
@@ -1319,7 +1291,7 @@ def regression_target(X,           # inputs, shape (N, d)
                      ):
     "Batched `bayesnotes.targets.Target` of the BNN regression posterior in whitened weights eta = theta / prior_std."
     from bayesnotes.targets import Target
-    X, y = _check_Xy(X, y)
+    X, y = check_regression_data(X, y)
     def logp(eta):
         return anp.sum(_whitened_loglik(eta, X, y, sizes, activation, prior_std, noise_std), axis=-1) - 0.5 * anp.sum(eta ** 2, axis=-1)
     return Target(logp, prior_std.size, name="BNN regression (whitened)", batched=True)
@@ -1497,7 +1469,7 @@ def tempered_regression_model(temperature:float=1.0,  # T: the model is p(eta | 
     """The tempered BNN posterior p(eta | D)^(1/T) in whitened weights eta = theta / prior_std, as a
     `bayesnotes.sgmcmc.MinibatchModel` (log prior and per-example log likelihoods, each divided by T)."""
     from bayesnotes.sgmcmc import MinibatchModel
-    X, y = _check_Xy(target.pop("X"), target.pop("y"))
+    X, y = check_regression_data(target.pop("X"), target.pop("y"))
     T = float(check_positive("temperature", temperature)); check_positive("noise_std", target["noise_std"])
     def log_prior(eta): return -0.5 * anp.sum(eta ** 2, axis=-1) / T
     def log_lik(eta, Xb, yb): return _whitened_loglik(eta, Xb, yb, **target) / T
@@ -1622,7 +1594,7 @@ def regression_benchmark(X,                        # inputs of the full data set
                          progress:bool=False,      # show a progress bar
                         ) -> BenchmarkResult:
     "RMSE and test log-likelihood of each method over repeated random splits (standardised on the training part)."
-    X, y = _check_Xy(X, y)
+    X, y = check_regression_data(X, y)
     methods = benchmark_methods() if methods is None else dict(methods)
     if not methods: raise ValueError("methods must name at least one method")
     n_splits = check_count("n_splits", n_splits)

@@ -201,7 +201,10 @@ class NormalGamma(NamedTuple):
     a: float      # Gamma shape of tau
     b: float      # Gamma rate of tau
 
-    def logpdf(self, mu, tau):
+    def logpdf(self,
+               mu,  # value(s) of mu, the location
+               tau, # value(s) of tau, the precision (> 0 for a finite density)
+              ):
         "Joint log density at (mu, tau); broadcasts over arrays (-inf where tau <= 0)."
         self.check()
         mu, tau = np.asarray(mu, float), np.asarray(tau, float)

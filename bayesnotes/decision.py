@@ -291,9 +291,10 @@ def classify_with_reject(probs,             # (n, C) class probabilities p(y | x
                          cost_matrix=None,  # (C, C) cost[a, y] of predicting a when the truth is y; None: 0-1 costs
                          reject_cost=None): # cost of abstaining; None: never abstain
     "Bayes classification under a cost matrix, with an optional reject option."
+    if np.ndim(probs) != 2:       # before the row sums: a 1-d p would be read as one row
+        raise ValueError(f"probs must have shape (n, C), got {np.shape(probs)}; for one point pass [probs], for "
+                         "binary probabilities p pass np.column_stack([1 - p, p])")
     p = _as_probs("probs", probs)
-    if p.ndim != 2:
-        raise ValueError(f"probs must have shape (n, C), got {p.shape}")
     C = p.shape[1]
     L = 1.0 - np.eye(C) if cost_matrix is None else np.asarray(cost_matrix, dtype=float)
     if L.shape != (C, C):

@@ -5,12 +5,14 @@
 # %% auto #0
 __all__ = ['m_projection_diag', 'i_projection_diag', 'fig_kl_gauss2d', 'alpha_projection', 'fig_kl_mixture',
            'moment_match_gaussian', 'gamma_from_mean_var', 'gamma_from_mean_log', 'moment_match_gamma',
-           'fig_gamma_projection', 'tilted_moments', 'fig_tilted', 'ADFResult', 'adf_probit', 'probit_toy_data',
-           'EPHistory', 'EPConvergenceWarning', 'EPResult', 'ep_probit', 'ep_logistic', 'fig_adf_order', 'clutter_data',
-           'ep_clutter', 'clutter_exact_1d', 'fig_clutter', 'fig_ep_damping', 'power_ep', 'fig_power_ep',
-           'GammaEPResult', 'noise_precision_data', 'adf_noise_precision', 'ep_noise_precision',
-           'noise_precision_exact', 'fig_noise_precision', 'ISReference', 'importance_reference', 'compare_separable',
-           'fig_laplace_vb_ep', 'compare_breast_cancer', 'fig_breast_cancer', 'fig_ep_steps']
+           'fig_gamma_projection', 'probit_moments', 'probit_moments_scalar', 'tilted_moments', 'fig_tilted',
+           'ADFResult', 'adf_probit', 'probit_toy_data', 'EPHistory', 'EPConvergenceWarning', 'warn_not_converged',
+           'SweepLog', 'EPResult', 'gauss_log_normalizer', 'check_ep_args', 'EPPlan', 'ep_glm', 'ep_probit',
+           'ep_logistic', 'fig_adf_order', 'clutter_data', 'ep_clutter', 'clutter_exact_1d', 'fig_clutter',
+           'fig_ep_damping', 'power_ep', 'fig_power_ep', 'GammaEPResult', 'noise_precision_data', 'gamma_tilted_closed',
+           'adf_noise_precision', 'ep_noise_precision', 'noise_precision_exact', 'fig_noise_precision', 'ISReference',
+           'importance_reference', 'compare_separable', 'fig_laplace_vb_ep', 'compare_breast_cancer',
+           'fig_breast_cancer', 'fig_ep_steps']
 
 # %% ../nbs/02_ep.ipynb #2afe15e5
 import math
@@ -22,7 +24,8 @@ import numpy as np
 from scipy import linalg, optimize, special, stats
 
 from .plotting import COLORS, new_figure
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, shares_parameters, track
+from .utils import (as_rng, check_count, check_finite, check_positive, check_shape, check_spd, labels_pm1,
+                              shares_parameters, track)
 from .core import ess, kl_gauss, log_mean_exp, log_normalize, mvn_logpdf
 from .datasets import load_breast_cancer
 
@@ -229,7 +232,10 @@ def _loglink(link, ys):
     "log t(s) for labels +-1, vectorised and stable."
     return special.log_ndtr(ys) if link == "probit" else -np.logaddexp(0.0, -ys)
 
-def _probit_moments(y, mu, v):
+def probit_moments(y,  # labels in {-1, +1} (array)
+                   mu, # cavity means
+                   v,  # cavity variances
+                  ) -> tuple:
     "Closed-form log Z, tilted mean and variance for Phi(y s) N(s | mu, v)."
     sq = np.sqrt(1.0 + v)
     z = y * mu / sq
@@ -282,13 +288,17 @@ def _moments_fn(link, alpha=1.0, n_quad=None):
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
     if link == "probit" and alpha == 1.0:
-        return _probit_moments
+        return probit_moments
     return lambda y, mu, v: _quad_moments(link, alpha, y, mu, v, n_quad)
 
 # Scalar versions of the same maps for the one-site-at-a-time loops, where numpy's per-call overhead dominates.
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
-def _probit_moments_scalar(y, mu, v):
+def probit_moments_scalar(y,  # label, -1.0 or +1.0
+                          mu, # cavity mean
+                          v,  # cavity variance
+                         ) -> tuple:
+    "`probit_moments` for one site, in plain floats (the sequential loops' fast path)."
     sq = math.sqrt(1.0 + v); z = y * mu / sq
     logZ = math.log(0.5 * math.erfc(-z / math.sqrt(2.0))) if z > -30.0 else float(special.log_ndtr(z))
     rho = math.exp(-0.5 * z * z - _LOG_SQRT_2PI - logZ)
@@ -331,7 +341,7 @@ def _quad_moments_scalar(link, alpha, y, mu, v, n_quad=None):
 def _moments_scalar_fn(link, alpha=1.0, n_quad=None):
     "Scalar (y, mu, v) -> (log Z, mean, var) returning Python floats."
     if link == "probit" and alpha == 1.0:
-        return _probit_moments_scalar
+        return probit_moments_scalar
     return lambda y, mu, v: _quad_moments_scalar(link, alpha, y, mu, v, n_quad)
 
 def tilted_moments(y,                 # labels in {-1, +1}, scalar or array
@@ -376,17 +386,6 @@ class ADFResult(NamedTuple):
     cov: np.ndarray       # posterior covariance, shape (d, d)
     log_evidence: float   # sum of the log normalisers log Z_i, ADF's estimate of log p(D)
 
-def _labels_pm1(y, n):
-    "Labels in {0, 1} or {-1, +1} as a float array of -1/+1."
-    y = check_finite("y", y)
-    check_shape("y", y, (n,))
-    vals = set(np.unique(y).tolist())
-    if vals <= {0.0, 1.0}:
-        return 2.0 * y - 1.0
-    if vals <= {-1.0, 1.0}:
-        return y.copy()
-    raise ValueError(f"y must hold labels in {{0, 1}} or {{-1, +1}}, got values {sorted(vals)[:5]}")
-
 def _prior_cov(prior_var, d):
     "Prior covariance (d, d) from a scalar variance, a vector of variances or a full matrix."
     pv = check_finite("prior_var", prior_var)
@@ -403,7 +402,7 @@ def _check_glm(X, y, prior_var):
     n, d = X.shape
     if np.asarray(y).shape != (n,):
         raise ValueError(f"y must have shape ({n},) to match X, got {np.asarray(y).shape}")
-    return X, _labels_pm1(y, n), _prior_cov(prior_var, d)
+    return X, labels_pm1(y, n), _prior_cov(prior_var, d)
 
 def _check_order(order, n):
     if order is None:
@@ -435,7 +434,7 @@ def adf_probit(X,                    # design matrix, shape (n, d)
               ) -> ADFResult:
     "Assumed density filtering for Bayesian probit regression: one rank-one moment-matching update per factor."
     X, ys, S0 = _check_glm(X, y, prior_var)
-    return _adf_glm(X, ys, S0, _probit_moments_scalar, _check_order(order, X.shape[0]))
+    return _adf_glm(X, ys, S0, probit_moments_scalar, _check_order(order, X.shape[0]))
 
 # %% ../nbs/02_ep.ipynb #c4077658
 def probit_toy_data(n:int=20,      # number of observations
@@ -481,7 +480,13 @@ class EPHistory(NamedTuple):
 class EPConvergenceWarning(UserWarning):
     "An EP run used up its `n_iter` sweeps before the largest site change fell below `tol`."
 
-def _warn_not_converged(name, history, converged, n_iter, damping, tol):
+def warn_not_converged(name:str,  # name of the method, for the message
+                       history,   # the run's `EPHistory`
+                       converged, # whether the run converged (then nothing is warned)
+                       n_iter,    # the run's maximum number of sweeps
+                       damping,   # the run's damping
+                       tol,       # the run's tolerance
+                      ):
     "Warn (EPConvergenceWarning) if a run whose per-sweep record is `history` stopped at n_iter without converging."
     if converged: return
     stacklevel, f = 2, sys._getframe(1)        # point the warning at the first caller outside the package
@@ -493,10 +498,19 @@ def _warn_not_converged(name, history, converged, n_iter, damping, tol):
                   f"of {history.max_change[-1]:.3g} in the last sweep (tol={tol:g}); {hint}, and look at result.history",
                   EPConvergenceWarning, stacklevel=stacklevel)
 
-class _SweepLog:
+class SweepLog:
     "The per-sweep record every EP loop keeps: largest site change, log evidence, skipped updates, mean; stops at `tol`."
-    def __init__(self, tol): self.rows, self.tol, self.converged = [], tol, False
-    def record(self, new, old, log_evidence, skipped, mean, n_halvings=0):
+    def __init__(self,
+                 tol, # stop when no site parameter moves by more than this in a sweep
+                ): self.rows, self.tol, self.converged = [], tol, False
+    def record(self,
+               new,          # tuple of site arrays after the sweep
+               old,          # the same site arrays before it
+               log_evidence, # the log-evidence estimate after the sweep
+               skipped,      # number of site updates skipped in the sweep
+               mean,         # posterior mean after the sweep
+               n_halvings=0, # step halvings of a parallel sweep
+              ):
         "Append one sweep (`new`, `old`: tuples of site arrays after and before it); True once the change is below tol."
         change = float(max(np.max(np.abs(a - b)) for a, b in zip(new, old)))
         self.rows.append((change, log_evidence, skipped, mean, n_halvings))
@@ -514,11 +528,19 @@ class EPResult(NamedTuple):
     site_precision: np.ndarray  # site natural parameters tau_i, shape (n,)
     site_shift: np.ndarray      # site natural parameters nu_i, shape (n,) (or (n, d) for the clutter problem)
 
-def _a1(tau, nu):
+def gauss_log_normalizer(tau, # precision of the 1-d Gaussian (natural parameter)
+                         nu,  # precision times mean (natural parameter)
+                        ):
     "Log-normaliser of the 1-d unnormalised Gaussian exp(-tau s^2 / 2 + nu s)."
     return 0.5 * nu**2 / tau - 0.5 * np.log(tau) + 0.5 * np.log(2 * np.pi)
 
-def _check_ep_args(n_iter, damping, tol, alpha=1.0, schedule="sequential"):
+def check_ep_args(n_iter,                   # maximum number of sweeps, an integer >= 1
+                  damping,                  # step size in (0, 1]
+                  tol,                      # convergence tolerance, positive
+                  alpha=1.0,                # power of power EP, in (0, 1]
+                  schedule="sequential",    # "sequential" or "parallel"
+                 ):
+    "Check the settings every EP loop shares, raising ValueError naming the bad one."
     check_count("n_iter", n_iter)
     if not (np.isscalar(damping) and 0.0 < damping <= 1.0):
         raise ValueError(f"damping must lie in (0, 1], got {damping!r}")
@@ -560,10 +582,10 @@ def _glm_log_evidence(st, ys, moments, alpha):
     if np.any(tc <= 0):
         return np.nan
     logZ, _, _ = moments(ys, nc / tc, 1.0 / tc)
-    sites = (logZ + _a1(tc, nc) - _a1(1.0 / v, mu / v)) / alpha
+    sites = (logZ + gauss_log_normalizer(tc, nc) - gauss_log_normalizer(1.0 / v, mu / v)) / alpha
     return float(0.5 * st.h @ st.m - 0.5 * st.logdetP + 0.5 * st.logdetP0 + np.sum(sites))
 
-class _EPPlan(NamedTuple):
+class EPPlan(NamedTuple):
     "What one (power) EP run on a linear model does, fixed before the first sweep (checked by the public callers)."
     link: str                  # "probit" or "logistic"
     alpha: float = 1.0         # power (1: EP)
@@ -614,7 +636,12 @@ def _parallel_sweep(st, ys, plan, moments, tau_old, nu_old):
         step *= 0.5
     return int(np.sum(~ok)), int(np.sum(ok)), halvings
 
-def _ep_glm(X, ys, S0, plan, progress=False):
+def ep_glm(X,                   # design matrix (n, d)
+           ys,                  # labels in {-1, +1}, shape (n,)
+           S0,                  # prior covariance (d, d)
+           plan,                # an `EPPlan`: link, power, sweeps, damping, tolerance, schedule
+           progress:bool=False, # show a progress bar over the sweeps
+          ):
     "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta), as `plan` says; see `ep_probit`."
     with blas_threads():
         return _ep_glm_loop(X, ys, S0, plan, progress)
@@ -624,7 +651,7 @@ def _ep_glm_loop(X, ys, S0, plan, progress):
     moments_scalar = _moments_scalar_fn(plan.link, plan.alpha, plan.n_quad)
     ys_list = ys.tolist()
     st = _GLMState(X, S0)
-    log, updates = _SweepLog(plan.tol), 0
+    log, updates = SweepLog(plan.tol), 0
     for sweep in track(range(int(plan.n_iter)), progress, desc="EP sweeps"):
         tau_old, nu_old = st.tau.copy(), st.nu.copy()
         halvings = 0
@@ -645,11 +672,11 @@ def _ep_glm_loop(X, ys, S0, plan, progress):
 def _glm_ep(X, y, prior_var, link, alpha, n_iter, damping, tol, schedule, progress, n_quad=None, name=None):
     "Check the arguments of `ep_probit`, `ep_logistic` and `power_ep` (documented in `ep_probit`), run (power) EP, warn if unconverged."
     X, ys, S0 = _check_glm(X, y, prior_var)
-    _check_ep_args(n_iter, damping, tol, alpha, schedule)
+    check_ep_args(n_iter, damping, tol, alpha, schedule)
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    r = _ep_glm(X, ys, S0, _EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
-    _warn_not_converged(name or "ep_" + link, r.history, r.converged, n_iter, damping, tol)
+    r = ep_glm(X, ys, S0, EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
+    warn_not_converged(name or "ep_" + link, r.history, r.converged, n_iter, damping, tol)
     return r
 
 def ep_probit(X,                      # design matrix, shape (n, d)
@@ -758,12 +785,12 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
               ) -> EPResult:
     "EP for Minka's clutter problem with spherical Gaussian sites; returns an `EPResult` (cov = v I)."
     x = _check_clutter(x, w, clutter_var, prior_var)
-    _check_ep_args(n_iter, damping, tol)
+    check_ep_args(n_iter, damping, tol)
     n, d = x.shape
     tau, nu = np.zeros(n), np.zeros((n, d))
     lam0 = 1.0 / prior_var
     lam, h = lam0, np.zeros(d)
-    log = _SweepLog(tol)
+    log = SweepLog(tol)
     for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         tau_old, nu_old, skipped = tau.copy(), nu.copy(), 0
         for i in range(n):
@@ -785,7 +812,7 @@ def ep_clutter(x,                       # observations, shape (n,) or (n, d)
             le = np.nan
         if log.record((tau, nu), (tau_old, nu_old), le, skipped, h / lam): break
     hi = log.history()
-    _warn_not_converged("ep_clutter", hi, log.converged, n_iter, damping, tol)
+    warn_not_converged("ep_clutter", hi, log.converged, n_iter, damping, tol)
     return EPResult(h / lam, np.eye(d) / lam, float(hi.log_evidence[-1]), hi, log.converged, tau, nu)
 
 def clutter_exact_1d(x,                   # observations, shape (n,)
@@ -941,7 +968,12 @@ def _check_noise_ep(x, y, mu, tau, a0, b0, tilted, match):
         raise ValueError("a0 must exceed 1 for tilted='closed' (the Gaussian step needs the variance b/(a-1))")
     return x, y
 
-def _gamma_tilted_closed(y, m, s2, a, b):
+def gamma_tilted_closed(y,  # observation
+                        m,  # mean of the Gaussian factor
+                        s2, # variance of the Gaussian factor (without the noise)
+                        a,  # Gamma shape of the noise precision
+                        b,  # Gamma rate of the noise precision
+                       ) -> tuple:
     "Source's closed form (corrected): log K, E[gamma], Var[gamma] with K_{a,b} ~ N(y | m, s2 + b / (a - 1))."
     logK = [stats.norm.logpdf(y, m, np.sqrt(s2 + b / (a + j - 1.0))) for j in range(3)]
     e1 = np.exp(logK[1] - logK[0]) * a / b
@@ -961,7 +993,7 @@ def _gamma_tilted_quad(y, m, s2, a, b, n=401):
 
 def _gamma_project(tilted, match, y, m, s2, a, b):
     "Projected (shape, rate) and log K of one tilted factor; None if the projection is not a proper Gamma."
-    logK, e1, var, elog = (_gamma_tilted_closed if tilted == "closed" else _gamma_tilted_quad)(y, m, s2, a, b)
+    logK, e1, var, elog = (gamma_tilted_closed if tilted == "closed" else _gamma_tilted_quad)(y, m, s2, a, b)
     if not (np.isfinite(var) and var > 0 and e1 > 0):
         return None
     if match == "kl":
@@ -1015,11 +1047,11 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
     "EP with Gamma sites for the noise precision of the 1-d regression of Cinelli et al. (sec. 3.2.3.5)."
     mu, tau, a0, b0, tilted, match = (shared[name] for name in ("mu", "tau", "a0", "b0", "tilted", "match"))
     x, y = _check_noise_ep(x, y, mu, tau, a0, b0, tilted, match)
-    _check_ep_args(n_iter, damping, tol)
+    check_ep_args(n_iter, damping, tol)
     n = x.size
     sa, sb = np.zeros(n), np.zeros(n)
     a, b = float(a0), float(b0)
-    log = _SweepLog(tol)
+    log = SweepLog(tol)
     for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         sa_old, sb_old, skipped = sa.copy(), sb.copy(), 0
         for i in range(n):
@@ -1033,14 +1065,14 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
         a, b = a0 + sa.sum(), b0 + sb.sum()
         ac, bc = a - sa, b - sb
         if all(_gamma_ok(tilted, ac[i], bc[i]) for i in range(n)):
-            logK = np.array([(_gamma_tilted_closed if tilted == "closed" else _gamma_tilted_quad)(
+            logK = np.array([(gamma_tilted_closed if tilted == "closed" else _gamma_tilted_quad)(
                 y[i], x[i] * mu, x[i] ** 2 / tau, ac[i], bc[i])[0] for i in range(n)])
             le = float(_gamma_A(a, b) - _gamma_A(a0, b0) + np.sum(logK + _gamma_A(ac, bc) - _gamma_A(a, b)))
         else:
             le = np.nan
         if log.record((sa, sb), (sa_old, sb_old), le, skipped, a / b): break
     h = log.history()
-    _warn_not_converged("ep_noise_precision", h, log.converged, n_iter, damping, tol)
+    warn_not_converged("ep_noise_precision", h, log.converged, n_iter, damping, tol)
     return GammaEPResult(float(a), float(b), float(h.log_evidence[-1]), h, log.converged, sa, sb)
 
 def noise_precision_exact(x,                 # inputs, shape (n,)
@@ -1115,7 +1147,7 @@ def importance_reference(X,                  # design matrix, shape (n, d)
     n_draws = check_count("n_draws", n_draws, 2); batch = check_count("batch", batch)
     rng = as_rng(rng)
     if proposal is None:
-        e = _ep_glm(X, ys, S0, _EPPlan(link))
+        e = ep_glm(X, ys, S0, EPPlan(link))
         proposal = (e.mean, e.cov)
     m, C, L = _as_mean_cov(*proposal)
     d = m.size
@@ -1257,11 +1289,11 @@ def fig_ep_steps(n_updates:int=5,      # number of single-site EP updates perfor
     "EP on the 2-d toy probit problem after a given number of single-site updates."
     X, y = probit_toy_data(n)
     X, ys, S0 = _check_glm(X, y, 1.0)
-    _check_ep_args(1, damping, 1.0)
+    check_ep_args(1, damping, 1.0)
     mean, cov, _, (T1, T2, dens) = _grid_posterior_2d(X, y, 1.0)
-    run = _EPPlan("probit", n_iter=10**6, damping=damping, tol=1e-300)     # stopped only by max_updates
-    before = _ep_glm(X, ys, S0, run._replace(max_updates=max(int(n_updates) - 1, 0)))
-    after = _ep_glm(X, ys, S0, run._replace(max_updates=int(n_updates)))
+    run = EPPlan("probit", n_iter=10**6, damping=damping, tol=1e-300)     # stopped only by max_updates
+    before = ep_glm(X, ys, S0, run._replace(max_updates=max(int(n_updates) - 1, 0)))
+    after = ep_glm(X, ys, S0, run._replace(max_updates=int(n_updates)))
     fig, ax = new_figure(width=5.2, height=4.6)
     ax.contour(T1, T2, dens, levels=6, colors="0.65", linewidths=0.8)
     e = _ellipse(before.mean, before.cov); ax.plot(e[:, 0], e[:, 1], color=COLORS[0], ls="--", label="before")

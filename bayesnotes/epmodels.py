@@ -11,12 +11,12 @@ import numpy as np
 from scipy import linalg, special, stats
 from scipy.spatial.distance import cdist
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, labels_pm1, track
 from .plotting import COLORS, new_figure
 from .diagnostics import mcse_mean
 from .core import ConvergenceWarning
-from .ep import (EPHistory, EPResult, _EPPlan, _SweepLog, _a1, _check_ep_args, _ep_glm, _labels_pm1,
-                           _probit_moments, _probit_moments_scalar, _warn_not_converged)
+from .ep import (EPHistory, EPPlan, EPResult, SweepLog, check_ep_args, ep_glm, gauss_log_normalizer,
+                           probit_moments, probit_moments_scalar, warn_not_converged)
 
 # %% auto #0
 __all__ = ['elliptical_slice', 'Tournament', 'synthetic_tournament', 'trueskill_design', 'trueskill_log_lik', 'trueskill',
@@ -156,7 +156,7 @@ def trueskill_log_lik(winners,            # index of the winner of each game, sh
 def _game_moments(mw, vw, ml, vl, c):
     "Tilted log Z and the marginal means/variances of winner and loser skills for Phi((s_w - s_l)/c) N(s_w) N(s_l)."
     v = vw + vl
-    logZ, mu_u, var_u = _probit_moments(1.0, (mw - ml) / c, v / c**2)      # the difference d = s_w - s_l, scaled by c
+    logZ, mu_u, var_u = probit_moments(1.0, (mw - ml) / c, v / c**2)      # the difference d = s_w - s_l, scaled by c
     dm, dv = c * mu_u - (mw - ml), v - c**2 * var_u                           # shift of E d, shrinkage of Var d
     return logZ, mw + vw / v * dm, vw - (vw / v) ** 2 * dv, ml - vl / v * dm, vl - (vl / v) ** 2 * dv
 
@@ -166,15 +166,15 @@ def _factorized_log_evidence(lam, h, lam0, h0, tw, nw, tl, nl, w, l, c):
     if np.any(cw <= 0) or np.any(cl <= 0):
         return np.nan
     logZ = _game_moments(hw / cw, 1 / cw, hl / cl, 1 / cl, c)[0]
-    return float(np.sum(_a1(lam, h) - _a1(lam0, h0)) + np.sum(logZ + _a1(cw, hw) + _a1(cl, hl)
-                                                           - _a1(lam[w], h[w]) - _a1(lam[l], h[l])))
+    return float(np.sum(gauss_log_normalizer(lam, h) - gauss_log_normalizer(lam0, h0)) + np.sum(logZ + gauss_log_normalizer(cw, hw) + gauss_log_normalizer(cl, hl)
+                                                           - gauss_log_normalizer(lam[w], h[w]) - gauss_log_normalizer(lam[l], h[l])))
 
 def _trueskill_factorized(w, l, P, mu0, sigma0, beta, n_iter, damping, tol, progress):
     "EP with one pair of 1-d Gaussian messages per game (to the winner and to the loser); see `trueskill`."
     G, c = w.size, np.sqrt(2.0) * beta
     lam0, h0 = np.full(P, sigma0**-2), np.full(P, mu0 * sigma0**-2)
     tw, nw, tl, nl = (np.zeros(G) for _ in range(4))
-    log = _SweepLog(tol)
+    log = SweepLog(tol)
     for sweep in track(range(n_iter), progress, desc="EP sweeps"):
         old = tuple(a.copy() for a in (tw, nw, tl, nl))
         lam, h = lam0 + np.bincount(w, tw, P) + np.bincount(l, tl, P), h0 + np.bincount(w, nw, P) + np.bincount(l, nl, P)
@@ -192,7 +192,7 @@ def _trueskill_factorized(w, l, P, mu0, sigma0, beta, n_iter, damping, tol, prog
         le = _factorized_log_evidence(lam, h, lam0, h0, tw, nw, tl, nl, w, l, c)
         if log.record((tw, nw, tl, nl), old, le, skipped, h / lam): break
     hist = log.history()
-    _warn_not_converged("trueskill", hist, log.converged, n_iter, damping, tol)
+    warn_not_converged("trueskill", hist, log.converged, n_iter, damping, tol)
     return EPResult(h / lam, np.diag(1 / lam), float(hist.log_evidence[-1]), hist, log.converged,
                     np.c_[tw, tl], np.c_[nw, nl])
 
@@ -211,14 +211,14 @@ def trueskill(winners,               # index of the winner of each game, shape (
     "EP for TrueSkill on a tournament: Gaussian skill posterior (mean, cov), log evidence of the outcomes, history."
     w, l, P = _check_games(winners, losers, n_players)
     mu0, sigma0, beta = float(check_finite("mu0", mu0)), float(check_positive("sigma0", sigma0)), float(check_positive("beta", beta))
-    _check_ep_args(n_iter, damping, tol)
+    check_ep_args(n_iter, damping, tol)
     if factorized:
         return _trueskill_factorized(w, l, P, mu0, sigma0, beta, int(n_iter), damping, tol, progress)
     # full covariance: EP for probit regression on the skill offsets s - mu0 (mu0 cancels in every difference)
     X = trueskill_design(w, l, P, beta)
-    r = _ep_glm(X, np.ones(w.size), sigma0**2 * np.eye(P), _EPPlan("probit", n_iter=int(n_iter), damping=damping, tol=tol),
+    r = ep_glm(X, np.ones(w.size), sigma0**2 * np.eye(P), EPPlan("probit", n_iter=int(n_iter), damping=damping, tol=tol),
                 progress)
-    _warn_not_converged("trueskill", r.history, r.converged, n_iter, damping, tol)
+    warn_not_converged("trueskill", r.history, r.converged, n_iter, damping, tol)
     return r._replace(mean=mu0 + r.mean)
 
 # %% ../nbs/02c_ep_models.ipynb #de0badd8
@@ -313,7 +313,7 @@ def _check_gp(K, y):
         raise ValueError(f"K must be a square (n, n) kernel matrix, got shape {K.shape}")
     if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(K).max()))) or np.any(np.diag(K) < 0):
         raise ValueError("K must be symmetric with a non-negative diagonal (a covariance matrix)")
-    return K, _labels_pm1(y, K.shape[0])
+    return K, labels_pm1(y, K.shape[0])
 
 def _sites_to_q(K, tau, nu):
     "q(f) from the sites (R&W Alg. 3.5, lines 9-10 and 3.6): (mean, cov, L of B, alpha = K^-1 mean, 1/2 log det B)."
@@ -331,9 +331,9 @@ def _gp_ep_log_evidence(y, mean, cov, tau, nu, half_logdet_B):
     tc, nc = 1 / v - tau, mean / v - nu
     if np.any(tc <= 0):
         return np.nan
-    logZ = _probit_moments(y, nc / tc, 1 / tc)[0]
+    logZ = probit_moments(y, nc / tc, 1 / tc)[0]
     # log N-normaliser of q over that of the prior = 1/2 nu~^T mean - 1/2 log|B|; plus, per site, log Z_i + A(cavity) - A(q_i)
-    return float(0.5 * nu @ mean - half_logdet_B + np.sum(logZ + _a1(tc, nc) - _a1(1 / v, mean / v)))
+    return float(0.5 * nu @ mean - half_logdet_B + np.sum(logZ + gauss_log_normalizer(tc, nc) - gauss_log_normalizer(1 / v, mean / v)))
 
 def gp_ep(K,                          # prior covariance of the latent f at the training inputs, shape (n, n)
           y,                          # labels in {0, 1} or {-1, +1}, shape (n,)
@@ -345,17 +345,17 @@ def gp_ep(K,                          # prior covariance of the latent f at the 
          ) -> GPResult:
     "EP for GP classification with the probit likelihood (Rasmussen & Williams 2006, Alg. 3.5), with its log evidence."
     K, y = _check_gp(K, y)
-    _check_ep_args(n_iter, damping, tol, 1.0, schedule)
+    check_ep_args(n_iter, damping, tol, 1.0, schedule)
     n = len(y)
     tau, nu = np.zeros(n), np.zeros(n)
     Sigma, mu = K.copy(), np.zeros(n)
-    log = _SweepLog(tol)
+    log = SweepLog(tol)
     for sweep in track(range(int(n_iter)), progress, desc="EP sweeps"):
         old = (tau.copy(), nu.copy())
         if schedule == "sequential":
             for i in range(n):
                 tc, nc = 1 / Sigma[i, i] - tau[i], mu[i] / Sigma[i, i] - nu[i]      # cavity (R&W 3.56)
-                _, mh, vh = _probit_moments_scalar(y[i], nc / tc, 1 / tc)             # tilted moments (R&W 3.58)
+                _, mh, vh = probit_moments_scalar(y[i], nc / tc, 1 / tc)             # tilted moments (R&W 3.58)
                 dt = damping * (1 / vh - tc - tau[i])
                 nu[i] += damping * (mh / vh - nc - nu[i]); tau[i] += dt
                 s = Sigma[:, i].copy()
@@ -364,14 +364,14 @@ def gp_ep(K,                          # prior covariance of the latent f at the 
         else:
             v = np.diag(Sigma)
             tc, nc = 1 / v - tau, mu / v - nu
-            _, mh, vh = _probit_moments(y, nc / tc, 1 / tc)
+            _, mh, vh = probit_moments(y, nc / tc, 1 / tc)
             tau, nu = tau + damping * (1 / vh - tc - tau), nu + damping * (mh / vh - nc - nu)
         if np.any(tau < 0):
             raise FloatingPointError("a site precision became negative; try damping < 1")
         mu, Sigma, L, alpha, hld = _sites_to_q(K, tau, nu)                           # recompute (R&W Alg. 3.5)
         if log.record((tau, nu), old, _gp_ep_log_evidence(y, mu, Sigma, tau, nu, hld), 0, mu.copy()): break
     hist = log.history()
-    _warn_not_converged("gp_ep", hist, log.converged, n_iter, damping, tol)
+    warn_not_converged("gp_ep", hist, log.converged, n_iter, damping, tol)
     return GPResult(mu, Sigma, float(hist.log_evidence[-1]), alpha, tau, nu, L, hist, log.converged)
 
 def _probit_derivs(y, f):

@@ -18,7 +18,7 @@ from .utils import as_rng, check_count, check_finite, check_positive, check_shap
 from .plotting import new_figure, COLORS
 from .smc import (FeynmanKac, GaussianSSM, KalmanResult, LinearGaussianSSM, NonlinearGaussianSSM,
                             StateSpaceModel, bootstrap_filter, bootstrap_model, smc)
-from .smc import _gauss_factor, _gauss_logpdf, _psd_factor, _LOG2PI   # the SMC chapter's Gaussian pieces
+from .smc import gauss_factor, gauss_logpdf, psd_factor, LOG_2PI   # the SMC chapter's Gaussian pieces
 
 # %% auto #0
 __all__ = ['ekf', 'SigmaPoints', 'sigma_points', 'unscented_transform', 'ukf', 'pendulum_ssm', 'OutlierSSM', 'pendulum_filters',
@@ -44,7 +44,7 @@ def _condition(m, P, yhat, S, Cxy, yt):
     L = np.linalg.cholesky(S)
     z = np.linalg.solve(L, (yt - yhat)[..., None])[..., 0]     # L^{-1} (y - yhat): the whitened innovation
     B = np.linalg.solve(L, np.swapaxes(Cxy, -1, -2))          # L^{-1} Cxy^T, so that the gain is K = B^T L^{-1}
-    ll = -0.5 * np.sum(z * z, -1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1) - 0.5 * z.shape[-1] * _LOG2PI
+    ll = -0.5 * np.sum(z * z, -1) - np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(-1) - 0.5 * z.shape[-1] * LOG_2PI
     Bt = np.swapaxes(B, -1, -2)
     P_new = P - Bt @ B                                        # P - K S K^T = P - Cxy S^{-1} Cxy^T
     return m + (Bt @ z[..., None])[..., 0], 0.5 * (P_new + np.swapaxes(P_new, -1, -2)), ll
@@ -129,7 +129,7 @@ def sigma_points(m,                 # mean (d,)
     "The 2d + 1 scaled sigma points of N(m, P) and their weights."
     m = np.atleast_1d(check_finite("m", m))
     check_shape("m", m, (None,))
-    L = _psd_factor("P", P, m.size)                     # Cholesky factor, or a square root when P is singular
+    L = psd_factor("P", P, m.size)                     # Cholesky factor, or a square root when P is singular
     c, wm, wc = _sigma_weights(m.size, alpha, beta, kappa)
     offsets = c * L.T                                   # row i: c times column i of L
     return SigmaPoints(np.vstack([m, m + offsets, m - offsets]), wm, wc)
@@ -285,7 +285,7 @@ class GaussianProposalFK(FeynmanKac):
             w = np.linalg.eigvalsh(S)
             if w.min() <= 1e-10 * w.max():
                 raise ValueError(f"{name} must be positive definite for a Gaussian proposal (it is singular)")
-        self._prior = [_gauss_factor("P0", P0, ssm.dim_x), _gauss_factor("Q", Q, ssm.dim_x)]
+        self._prior = [gauss_factor("P0", P0, ssm.dim_x), gauss_factor("Q", Q, ssm.dim_x)]
         self._ut = _sigma_weights(ssm.dim_x, alpha, beta, kappa)
         self._last = None
 
@@ -369,8 +369,8 @@ class GaussianProposalFK(FeynmanKac):
         else:
             m, Lq = self.proposal(t, xp, len(x))
         z = np.linalg.solve(Lq, (x - m)[..., None])[..., 0]
-        log_q = -0.5 * np.sum(z * z, 1) - np.log(np.diagonal(Lq, axis1=1, axis2=2)).sum(1) - 0.5 * x.shape[1] * _LOG2PI
-        log_prior = _gauss_logpdf(x - self._prior_mean(t, xp, len(x)), self._prior[min(t, 1)])
+        log_q = -0.5 * np.sum(z * z, 1) - np.log(np.diagonal(Lq, axis1=1, axis2=2)).sum(1) - 0.5 * x.shape[1] * LOG_2PI
+        log_prior = gauss_logpdf(x - self._prior_mean(t, xp, len(x)), self._prior[min(t, 1)])
         return self.ssm.log_obs(t, x, self.y[t]) + log_prior - log_q
 
 # %% ../nbs/05b_gaussian_filters.ipynb #1f679772
@@ -469,7 +469,7 @@ class SwitchingLGSSM(StateSpaceModel):
     def log_obs(self, t, x, yt):
         s = x[:, :self.K].argmax(1)
         z = np.linalg.solve(self.LR[s], (yt - (self.C[s] @ x[:, self.K:, None])[..., 0])[..., None])[..., 0]
-        return -0.5 * np.sum(z * z, 1) - np.log(np.diagonal(self.LR[s], axis1=1, axis2=2)).sum(1) - 0.5 * self.dim_y * _LOG2PI
+        return -0.5 * np.sum(z * z, 1) - np.log(np.diagonal(self.LR[s], axis1=1, axis2=2)).sum(1) - 0.5 * self.dim_y * LOG_2PI
     def sample_obs(self, rng, t, x):
         s = x[:, :self.K].argmax(1)
         return (self.C[s] @ x[:, self.K:, None] + self.LR[s] @ rng.standard_normal((len(s), self.dim_y, 1)))[..., 0]

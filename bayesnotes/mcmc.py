@@ -5,15 +5,15 @@
 # %% auto #0
 __all__ = ['MAX_ENERGY_ERROR', 'RWM_LOW_DIM_ACCEPT', 'TREE_DEPTH_WARN_SHARE', 'MIX_MEANS', 'MIX_SDS', 'MIX_WEIGHTS', 'RWM_SCALES',
            'BIOASSAY', 'SA_SCALE', 'WARMUP_SCALES', 'IRIS_SPLITS', 'UNIGAUSS_PRIORS', 'mh_transition_matrix',
-           'random_walk_matrix', 'tv_to_stationary', 'fig_random_walk', 'State', 'Info', 'Kernel', 'run_programs',
-           'rwmh', 'mala', 'leapfrog', 'hamiltonian', 'hmc', 'nuts_doubling', 'fig_nuts_tree', 'naive_nuts', 'Leaf',
-           'Trajectory', 'nuts', 'slice_sampler', 'DualAveraging', 'warmup_schedule', 'SampleStats', 'MCMCResult',
-           'SamplerWarning', 'sample', 'mixture_target', 'mixture_pdf', 'run_rwm_mixture', 'fig_rwm_mixture',
-           'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot', 'gibbs_gaussian', 'fig_gibbs_zigzag',
-           'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture', 'gibbs_normal', 'ising_gibbs', 'fig_ising',
-           'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm', 'slice_demo_target', 'fig_slice_1d',
-           'binomial_logistic_target', 'fig_slice_binomial', 'peaks', 'simulated_annealing', 'fig_annealing',
-           'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories', 'run_warmup', 'fig_warmup',
+           'random_walk_matrix', 'tv_to_stationary', 'fig_random_walk', 'State', 'Info', 'Kernel', 'target_batch_fns',
+           'run_programs', 'rwmh', 'mala', 'leapfrog', 'hamiltonian', 'hmc', 'nuts_doubling', 'fig_nuts_tree',
+           'naive_nuts', 'Leaf', 'Trajectory', 'nuts', 'slice_sampler', 'DualAveraging', 'warmup_schedule',
+           'SampleStats', 'MCMCResult', 'SamplerWarning', 'sample', 'mixture_target', 'mixture_pdf', 'run_rwm_mixture',
+           'fig_rwm_mixture', 'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot', 'gibbs_gaussian',
+           'fig_gibbs_zigzag', 'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture', 'gibbs_normal',
+           'ising_gibbs', 'fig_ising', 'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm', 'slice_demo_target',
+           'fig_slice_1d', 'binomial_logistic_target', 'fig_slice_binomial', 'peaks', 'simulated_annealing',
+           'fig_annealing', 'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories', 'run_warmup', 'fig_warmup',
            'funnel_noncentred', 'run_funnel', 'fig_funnel', 'iris_logistic', 'iris_class_probability',
            'run_iris_boundaries', 'fig_iris_boundaries', 'unigauss_target', 'run_unigauss', 'fig_trace_priors',
            'fig_rank_priors']
@@ -121,7 +121,8 @@ class Kernel(NamedTuple):
 # %% ../nbs/04_mcmc.ipynb #981f9377
 _LP, _VG = 0, 1   # request kinds: log density only, or log density and gradient
 
-def _batch_fns(target):
+def target_batch_fns(target, # a `Target`
+                    ) -> tuple:
     """(logdensity_batch, value_and_grad_batch) for a Target: rows (n, dim) -> (n,) and (n,), (n, dim). NaN -> -inf.
     Gradients by autograd are replayed from a tape recorded once for this run (`Target.taped`)."""
     target = target.taped()
@@ -142,14 +143,14 @@ def _batch_fns(target):
 def _density_grid(target, X):
     "Log density at points X of shape (..., dim), for plotting (batched call when the target allows it)."
     X = np.asarray(X, dtype=float)
-    lp, _ = _batch_fns(target)
+    lp, _ = target_batch_fns(target)
     return lp(X.reshape(-1, X.shape[-1])).reshape(X.shape[:-1])
 
 def run_programs(programs,         # list of generators, one per chain
                  target,           # the `Target` whose density they request
                  on_round=None):   # optional callback after every batched evaluation (e.g. a progress bar)
     "Run per-chain generator programs to completion, answering all pending density requests with ONE batched call per kind."
-    lp_b, vg_b = _batch_fns(target)
+    lp_b, vg_b = target_batch_fns(target)
     out, pending = [None] * len(programs), {}
     def advance(i, reply):
         try:

@@ -10,13 +10,13 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import optimize, special, stats
 
-from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, shares_parameters,
-                              spawn_rng, track)
+from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_proposal,
+                              shares_parameters, spawn_rng, track)
 from .plotting import new_figure, COLORS
 from .targets import Target, as_target, gaussian_target
 from .diagnostics import ess_bulk
-from .montecarlo import _check_proposal, _propose
-from .mcmc import _batch_fns, mh_transition_matrix, mixture_target
+from .montecarlo import draw_proposal
+from .mcmc import target_batch_fns, mh_transition_matrix, mixture_target
 
 # %% auto #0
 __all__ = ['TAIL_PROPOSALS', 'TWO_MODES', 'MWG_SDS', 'independence_transition_matrix', 'independence_eigenvalues', 'MHResult',
@@ -70,7 +70,7 @@ def _start(target, dim, x0, n_chains, rng, default):
     "Validated target, its batched log density, starting states (chain, dim) (`default(rng, n)` when x0 is None) and their log densities."
     target = as_target(target, dim)
     d = target.dim
-    lp_fn = _batch_fns(target)[0]
+    lp_fn = target_batch_fns(target)[0]
     X = np.asarray(default(rng, n_chains), dtype=float).reshape(n_chains, d) if x0 is None else check_finite("x0", x0)
     if X.shape == (d,):
         X = np.tile(X, (n_chains, 1))
@@ -104,7 +104,7 @@ def _proposal_logpdf(proposal, x):
 
 def _mixture_sampler(target, proposal, weight, scale, name, n_draws, n_chains, x0, n_warmup, rng, progress, dim):
     "Shared body of `independence_mh` and `mixture_mh`: each chain takes the independence kernel with probability `weight`, else the random walk."
-    _check_proposal(proposal)
+    check_proposal(proposal)
     n_draws, n_chains = check_count("n_draws", n_draws), check_count("n_chains", n_chains)
     n_warmup = check_count("n_warmup", n_warmup, 0)
     weight = float(check_probability("weight", weight, closed=True))
@@ -113,7 +113,7 @@ def _mixture_sampler(target, proposal, weight, scale, name, n_draws, n_chains, x
     d = as_target(target, dim).dim
     def draw(rng, n):
         "n proposals (n, d) with their log densities, checked against the target's dimension d."
-        y, lq_y = _propose(proposal, n, rng)
+        y, lq_y = draw_proposal(proposal, n, rng)
         k = y.reshape(n, -1).shape[1]
         if k != d:
             raise ValueError(f"proposal draws points of dimension {k}, but the target has dimension {d}: give a proposal "

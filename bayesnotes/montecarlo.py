@@ -13,12 +13,12 @@ from scipy import special, stats
 from scipy.stats import qmc
 
 from .plotting import COLORS, new_figure
-from .utils import as_rng, check_count, check_finite, check_positive
+from .utils import as_rng, check_count, check_finite, check_positive, check_proposal
 from .core import ess, log_normalize
 
 # %% auto #0
 __all__ = ['MCEstimate', 'mc_estimate', 'samples_needed', 'PiEstimate', 'estimate_pi', 'fig_pi', 'fig_mc_accuracy',
-           'inverse_cdf_sample', 'fig_inverse_cdf', 'box_muller', 'fig_box_muller', 'RejectionResult',
+           'inverse_cdf_sample', 'fig_inverse_cdf', 'box_muller', 'fig_box_muller', 'draw_proposal', 'RejectionResult',
            'rejection_sample', 'GammaEnvelope', 'gamma_envelope', 'fig_gamma_rejection', 'fig_rejection_dimension',
            'ARSResult', 'adaptive_rejection_sample', 'fig_adaptive_rejection', 'ISResult', 'importance_sample',
            'ProposalEfficiency', 'gaussian_proposal_efficiency', 'fig_importance_tails', 'CVEstimate',
@@ -223,13 +223,12 @@ def fig_box_muller(n:int=2000, # pairs proposed in the left panel / draws in the
     return fig
 
 # %% ../nbs/03_montecarlo.ipynb #1bab3419
-def _check_proposal(proposal):
-    if not (callable(getattr(proposal, "rvs", None)) and callable(getattr(proposal, "logpdf", None))):
-        raise ValueError("proposal must be a scipy.stats frozen distribution or an object with "
-                         "rvs(size=..., random_state=...) and logpdf(x)")
-
-def _propose(proposal, m, rng):
+def draw_proposal(proposal, # a scipy.stats frozen distribution, or an object with rvs(size=..., random_state=...) and logpdf(x)
+                  m:int,    # number of draws
+                  rng=None, # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                 ) -> tuple:
     "m draws from the proposal as (m,) or (m, d), with their finite log densities (m,)."
+    rng = as_rng(rng)
     x = np.asarray(proposal.rvs(size=m, random_state=rng), dtype=float)
     if x.ndim == 0 or x.shape[0] != m:
         x = x.reshape(m, -1)
@@ -266,7 +265,7 @@ def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised)
                      max_proposals:int=10_000_000, # give up (RuntimeError) after this many proposals
                     ) -> RejectionResult:
     "Exact draws from target/Z by rejection from the envelope M q; raises if the envelope fails at a proposed point."
-    _check_proposal(proposal)
+    check_proposal(proposal)
     if not callable(log_target):
         raise ValueError("log_target must be callable")
     n = check_count("n", n); rng = as_rng(rng)
@@ -282,7 +281,7 @@ def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised)
                                "tighten the envelope or raise max_proposals")
         rate = (n_acc + 1) / (n_prop + 2) if n_prop else 0.5   # running guess of the acceptance rate
         m = int(min(max(1.2 * (n - n_acc) / rate, 64), 2**20, max_proposals - n_prop))
-        x, lq = _propose(proposal, m, rng)
+        x, lq = draw_proposal(proposal, m, rng)
         lt = _log_density(log_target, x, m, "log_target")
         log_ratio = lt - log_M - lq                            # log of target / (M q), must be <= 0
         worst = int(np.argmax(log_ratio))
@@ -513,11 +512,11 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
                                                  # warns when log Zhat is more than 5 standard errors from 0)
                      ) -> ISResult:
     "Importance-sampling estimate of E_target[f], its standard error, log Zhat and the ESS of the weights."
-    _check_proposal(proposal)
+    check_proposal(proposal)
     if not callable(log_target):
         raise ValueError("log_target must be callable")
     n = check_count("n", n, 2); rng = as_rng(rng)
-    x, lq = _propose(proposal, n, rng)
+    x, lq = draw_proposal(proposal, n, rng)
     logw = _log_density(log_target, x, n, "log_target") - lq
     W, lse = log_normalize(logw)                   # raises if every weight is zero
     log_evidence = lse - math.log(n)

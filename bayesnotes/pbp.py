@@ -12,12 +12,13 @@ from scipy import special, stats
 import autograd.numpy as anp
 from autograd.extend import Box, defvjp, primitive
 
-from .utils import as_rng, blas_threads, check_count, check_finite, check_positive, check_shape, track
+from .utils import (as_rng, blas_threads, check_count, check_finite, check_hidden, check_inputs, check_layer_sizes,
+                              check_positive, check_regression_data, check_shape, track)
 from .plotting import COLORS, new_figure
-from .ep import _gamma_tilted_closed
+from .ep import gamma_tilted_closed
 from .targets import Target
-from .bnn import (Predictive, _check_X, _check_Xy, _check_hidden, _check_sizes, _unpack, gaussian_nll,
-                            mlp_apply, mlp_n_params, rmse, toy_function, toy_regression_data)
+from .bnn import (Predictive, gaussian_nll, mlp_apply, mlp_n_params, mlp_unpack, rmse, toy_function,
+                            toy_regression_data)
 
 # %% auto #0
 __all__ = ['PBP_HYPERPRIOR', 'relu_moments', 'output_moments', 'fig_relu_moments', 'pbp_scale', 'PBPState', 'adf_update',
@@ -75,7 +76,7 @@ def _moments_through(layers, X):
 
 def _layers(mean, var, sizes):
     "Per-layer views (W mean, b mean, W var, b var) of flat weight means and variances in the layout of `bnn.mlp_apply`."
-    return [(Wm, bm, Wv, bv) for (Wm, bm), (Wv, bv) in zip(_unpack(mean, sizes), _unpack(var, sizes))]
+    return [(Wm, bm, Wv, bv) for (Wm, bm), (Wv, bv) in zip(mlp_unpack(mean, sizes), mlp_unpack(var, sizes))]
 
 def _output_moments(mean, var, X, sizes):
     return _moments_through(_layers(mean, var, sizes), X)
@@ -86,12 +87,12 @@ def output_moments(mean,   # weight means, flat (P,) in the layout of `bnn.mlp_a
                    sizes,  # layer widths (d, h_1, ..., 1); hidden layers are ReLU
                   ) -> tuple:
     "Mean and variance (N,) of the network output when the weights are independent Gaussians, each ReLU layer moment matched."
-    sizes = _check_sizes(sizes)
+    sizes = check_layer_sizes(sizes)
     if sizes[-1] != 1: raise ValueError(f"sizes must end with one output unit, got {sizes}")
     P = mlp_n_params(sizes)
     mean = check_shape("mean", check_finite("mean", mean), (P,))
     var = check_shape("var", check_positive("var", var, strict=False), (P,))
-    X = _check_X(X, sizes[0])
+    X = check_inputs(X, sizes[0])
     with blas_threads():
         return _output_moments(mean, var, X, sizes)
 
@@ -140,7 +141,7 @@ PBP_HYPERPRIOR = 6.   # shape = rate of the Gamma hyper-priors on the noise and 
 def pbp_scale(sizes, # layer widths (d, h_1, ..., 1)
              ) -> np.ndarray:
     "Factor 1 / sqrt(n_in + 1) of every parameter (P,): PBP's pre-activation is W z / sqrt(fan-in + 1)."
-    sizes = _check_sizes(sizes)
+    sizes = check_layer_sizes(sizes)
     return np.concatenate([np.full((a + 1) * b, 1. / np.sqrt(a + 1.)) for a, b in zip(sizes[:-1], sizes[1:])])
 
 class PBPState(NamedTuple):
@@ -180,7 +181,7 @@ def _gauss_update(m, v, g_m, g_v):
 
 def _gamma_update(y, m, s2, a, b):
     "Moment-matched Ga(a, b) after the factor N(y | m, s2 + 1/gamma) (Student-t taken as its moment-matched Gaussian), valid mask."
-    _, e1, var, _ = _gamma_tilted_closed(y, m, s2, a, b)
+    _, e1, var, _ = gamma_tilted_closed(y, m, s2, a, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         a_new, b_new = e1 ** 2 / var, e1 / var
     ok = np.isfinite(a_new) & np.isfinite(b_new) & (a_new > 1.) & (b_new > 0.)
@@ -228,7 +229,7 @@ def adf_update(state:PBPState,     # current approximation
                noise_var=None,     # fixed noise variance; None: use and update q(gamma) in the state
               ) -> tuple:
     "Include one likelihood factor N(y | f(x; w), 1/gamma) into q by ADF: (new state, log Z, weights left unchanged)."
-    sizes = _check_sizes(sizes)
+    sizes = check_layer_sizes(sizes)
     P = mlp_n_params(sizes)
     check_shape("state.mean", state.mean, (P,)); check_positive("state.var", check_shape("state.var", state.var, (P,)))
     x = check_shape("x", check_finite("x", x), (sizes[0],))
@@ -294,7 +295,7 @@ class PBPFit:
     def f_moments(self, X): # inputs (N, d) in the original units
         "PBP's Gaussian for the network output at X (moment propagation): mean and variance (N,), in the units of y."
         xm, xs, ym, ys = self.scaling
-        X = (_check_X(X, self.sizes[0]) - xm) / xs
+        X = (check_inputs(X, self.sizes[0]) - xm) / xs
         c = pbp_scale(self.sizes)
         with blas_threads():
             m, v = _output_moments(self.state.mean * c, self.state.var * c ** 2, X, self.sizes)
@@ -312,7 +313,7 @@ class PBPFit:
         c = pbp_scale(self.sizes)
         w = self.state.mean + np.sqrt(self.state.var) * as_rng(rng).standard_normal((n_draws, self.state.mean.size))
         with blas_threads():
-            f = ym + ys * mlp_apply(w * c, (_check_X(X) - xm) / xs, self.sizes, "relu")[..., 0]
+            f = ym + ys * mlp_apply(w * c, (check_inputs(X) - xm) / xs, self.sizes, "relu")[..., 0]
         sd = np.sqrt(self.noise_var)
         return Predictive(m, np.sqrt(v + sd ** 2), f, np.full(n_draws, sd))
 
@@ -331,8 +332,8 @@ def pbp(X,                     # training inputs (N, d)
         progress:bool=False,   # show a progress bar over epochs
        ) -> PBPFit:
     "Probabilistic backpropagation (Hernandez-Lobato and Adams, 2015): repeated ADF passes over the data, EP on the prior."
-    X, y = _check_Xy(X, y)
-    sizes = (X.shape[1],) + _check_hidden(hidden) + (1,)
+    X, y = check_regression_data(X, y)
+    sizes = (X.shape[1],) + check_hidden(hidden) + (1,)
     n_epochs = check_count("n_epochs", n_epochs)
     check_positive("init_scale", init_scale, strict=False)
     if prior_var is not None: prior_var = float(check_positive("prior_var", prior_var))
@@ -387,7 +388,7 @@ def pbp_epochs(X,                    # training inputs (N, d)
                **kwargs,             # further `pbp` settings (hidden, noise_var, prior_var, ...)
               ) -> EpochRun:
     "Run PBP for n_epochs and score PBP's Gaussian predictive on every test set after each epoch (the over-training curve)."
-    sets = [(_check_X(Xt), check_finite("test_sets y", yt)) for Xt, yt in test_sets]
+    sets = [(check_inputs(Xt), check_finite("test_sets y", yt)) for Xt, yt in test_sets]
     if not sets: raise ValueError("test_sets must hold at least one (X_test, y_test) pair")
     rows, fits = [], {}
     def score(epoch, fit):
@@ -400,7 +401,7 @@ def pbp_epochs(X,                    # training inputs (N, d)
     fit = pbp(X, y, n_epochs=n_epochs, rng=rng, callback=score, progress=progress, **kwargs)
     r = np.array(rows)                                               # (epoch, set, metric)
     return EpochRun(np.arange(1, n_epochs + 1), r[..., 0], r[..., 1], r[..., 2], np.sqrt(fit.history.noise_var), fits,
-                    *_check_Xy(X, y))
+                    *check_regression_data(X, y))
 
 def toy_test_sets(n_test:int=1000, # test points drawn on each side of the comparison
                  ) -> list:

@@ -9,13 +9,12 @@ from typing import Callable, NamedTuple
 import numpy as np
 from scipy import linalg, stats
 
-from .utils import as_rng, check_count, check_finite, track
+from .utils import as_rng, check_count, check_finite, check_logpdf, check_particles, track
 from .core import log_normalize
 from .plotting import new_figure, COLORS
 from .diagnostics import summary
 from .smc import (GaussianSSM, LinearGaussianSSM, bootstrap_model, genealogy, multinomial, smc,
-                            trajectories, _ar1_example, _check_logpdf, _check_particles, _gauss_factor,
-                            _gauss_logpdf, _grid_posterior)
+                            trajectories, ar1_example, gauss_factor, gauss_logpdf, kalman_grid_posterior)
 
 # %% auto #0
 __all__ = ['SmootherResult', 'rts_smoother', 'distinct_ancestors', 'genealogy_smoother', 'gaussian_log_transition', 'ffbs',
@@ -85,9 +84,9 @@ def gaussian_log_transition(ssm):  # a `GaussianSSM` (linear or nonlinear) with 
     w = np.linalg.eigvalsh(Q)
     if w.min() <= 1e-10 * w.max():
         raise ValueError("the transition density needs a positive definite Q (a singular Q has no density)")
-    fac = _gauss_factor("Q", 0.5 * (Q + Q.T), ssm.dim_x)
+    fac = gauss_factor("Q", 0.5 * (Q + Q.T), ssm.dim_x)
     def log_transition(t, xp, x):
-        return _gauss_logpdf(np.asarray(x) - ssm.f(np.asarray(xp)), fac)
+        return gauss_logpdf(np.asarray(x) - ssm.f(np.asarray(xp)), fac)
     return log_transition
 
 def _resolve_log_transition(log_transition, model=None):
@@ -122,7 +121,7 @@ def ffbs(result,           # an `SMCResult` of a particle filter run with store_
         nxt = hist[t + 1][idx[t + 1]]                     # the M states x_{t+1} already drawn
         xt = hist[t]
         # all M x N pairs (x_t^n, x_{t+1}^(m)) in one call: log W_t^n + log p(x_{t+1}^(m) | x_t^n)
-        lp = _check_logpdf(lt(t + 1, np.tile(xt, (M,) + (1,) * (xt.ndim - 1)), np.repeat(nxt, N, axis=0)),
+        lp = check_logpdf(lt(t + 1, np.tile(xt, (M,) + (1,) * (xt.ndim - 1)), np.repeat(nxt, N, axis=0)),
                            M * N, "log_transition", t + 1).reshape(M, N)
         lw = logW[t] + lp
         if np.any(np.all(lw == -np.inf, axis=1)):
@@ -136,7 +135,7 @@ def fig_smoothing(T:int=100,  # number of time steps
                   M:int=100,  # smoothing draws of each particle smoother
                   rng=0):     # random seed
     "Path degeneracy (distinct ancestors per time) and smoothing means +- 2 sd: genealogy vs FFBS vs the exact RTS smoother."
-    ssm, _, y = _ar1_example(T)
+    ssm, _, y = ar1_example(T)
     rts = rts_smoother(ssm, y)
     rng = as_rng(rng)
     res = smc(bootstrap_model(ssm, y), N, rng, store_history=True)
@@ -220,7 +219,7 @@ def fig_pimh(Ns=(20, 60, 200), # particle numbers compared
              n_rep:int=50,      # filter runs per N for the spread of log Z_hat
              rng=0):            # random seed
     "PIMH on the linear-Gaussian example: acceptance rate against N (with the log-normal prediction and the exact rate estimated from independent runs), and the path posterior vs the RTS smoother."
-    ssm, _, y = _ar1_example(T)
+    ssm, _, y = ar1_example(T)
     rts, model = rts_smoother(ssm, y), bootstrap_model(ssm, y)
     streams = as_rng(rng).spawn(2 * len(Ns))
     runs = [pimh(model, n, streams[i], n_warmup=10, n_draws=n_draws, n_chains=1) for i, n in enumerate(Ns)]
@@ -252,26 +251,26 @@ def fig_pimh(Ns=(20, 60, 200), # particle numbers compared
 def _csmc(model, x_ref, N, rng, log_transition):
     "One conditional SMC sweep with the reference path in slot 0; ancestor sampling when `log_transition` is given."
     T = model.T
-    x = _check_particles(model.M0(rng, N), N, "M0", 0).copy()
+    x = check_particles(model.M0(rng, N), N, "M0", 0).copy()
     if x_ref.shape[1:] != x.shape[1:]:
         raise ValueError(f"x_ref must have shape {(T,) + x.shape[1:]} (one state per time), got {x_ref.shape}")
     x[0] = x_ref[0]
     xs, As = [x], np.zeros((T, N), dtype=np.int64)
     As[0] = np.arange(N)
-    lw = _check_logpdf(model.logG(0, None, x), N, "logG", 0)
+    lw = check_logpdf(model.logG(0, None, x), N, "logG", 0)
     for t in range(1, T):
         W, _ = log_normalize(lw)
         A = As[t]
         A[1:] = multinomial.core(W, N - 1, rng)             # free particles: multinomial resampling
         if log_transition is not None:                      # ancestor sampling: a new past for the reference
             with np.errstate(divide="ignore"):              # zero weights: log W = -inf, never drawn
-                la = np.log(W) + _check_logpdf(log_transition(t, x, np.broadcast_to(x_ref[t], x.shape)), N,
+                la = np.log(W) + check_logpdf(log_transition(t, x, np.broadcast_to(x_ref[t], x.shape)), N,
                                                "log_transition", t)
             A[0] = multinomial.core(log_normalize(la)[0], 1, rng)[0]
         xp = x[A]
-        x = _check_particles(model.M(rng, t, xp), N, "M", t).copy()
+        x = check_particles(model.M(rng, t, xp), N, "M", t).copy()
         x[0] = x_ref[t]                                     # the reference path keeps its state
-        lw = _check_logpdf(model.logG(t, xp, x), N, "logG", t)
+        lw = check_logpdf(model.logG(t, xp, x), N, "logG", t)
         xs.append(x)
     k = multinomial.core(log_normalize(lw)[0], 1, rng)[0]  # pick a final particle by its weight
     b = genealogy(As)[:, k]
@@ -381,7 +380,7 @@ def fig_pg_mixing(T:int=50,       # number of time steps
                   n_draws:int=300, # draws kept (one chain per sampler)
                   rng=0):         # random seed
     "Particle Gibbs with and without ancestor sampling: update rate of x_t per time, and the trace of x_0."
-    ssm, _, y = _ar1_example(T)
+    ssm, _, y = ar1_example(T)
     model, rts = bootstrap_model(ssm, y), rts_smoother(ssm, y)
     fig, axes = new_figure(1, 2, width=12, height=3.6)
     m, s = rts.means[0, 0], np.sqrt(rts.covs[0, 0, 0])
@@ -409,7 +408,7 @@ def ar1_gibbs_example(T:int=50,      # number of observations
         a = 1.0 + np.sum(x[:-1, 0] ** 2)
         return np.array([np.sum(x[1:, 0] * x[:-1, 0]) / a + rng.standard_normal() / np.sqrt(a)])
     def posterior_on(grid):   # exact p(rho | y) on a grid: N(0, 1) prior times the Kalman likelihood, normalised
-        p = _grid_posterior(y, ssm_of, grid) * np.exp(-0.5 * grid ** 2)
+        p = kalman_grid_posterior(y, ssm_of, grid) * np.exp(-0.5 * grid ** 2)
         return p / np.trapezoid(p, grid)
     return y, make_model, update_rho, posterior_on
 

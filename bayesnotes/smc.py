@@ -12,22 +12,24 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_shape,
-                              check_spd, shares_parameters, spawn_rng, track)
+from .utils import (as_rng, check_count, check_finite, check_logpdf, check_particles, check_positive,
+                              check_probability, check_sampler_args, check_shape, check_spd, prior_particles,
+                              shares_parameters, spawn_rng, track)
 from .core import log_normalize, ess
 from .plotting import new_figure, COLORS
 from .targets import Target
 from .mcmc import sample
 
 # %% auto #0
-__all__ = ['RESAMPLING', 'FeynmanKac', 'StateSpaceModel', 'KalmanResult', 'GaussianSSM', 'LinearGaussianSSM', 'resampling_scheme',
-           'multinomial', 'stratified', 'systematic', 'residual', 'resample', 'fig_resampling', 'SMCResult', 'SMCStep',
-           'smc', 'genealogy', 'trajectories', 'BootstrapFK', 'GuidedFK', 'bootstrap_model', 'guided_model',
-           'bootstrap_filter', 'nonmarkov_ssm', 'fig_degeneracy', 'fig_weight_degeneracy', 'fig_kalman_check',
-           'fig_guided_ess', 'NonlinearGaussianSSM', 'tracker_ssm', 'fig_tracker', 'TemperingFK', 'TemperedResult',
-           'tempered_smc', 'bimodal_target', 'fig_tempering', 'fig_mcmc_vs_smc', 'IBISFK', 'IBISResult', 'ibis',
-           'gaussian_ibis_example', 'fig_ibis', 'pmmh_target', 'pmmh', 'ar1_pmmh_example', 'fig_pmmh', 'loglik_spread',
-           'fig_loglik_spread']
+__all__ = ['LOG_2PI', 'RESAMPLING', 'FeynmanKac', 'psd_factor', 'gauss_factor', 'gauss_logpdf', 'StateSpaceModel', 'KalmanResult',
+           'GaussianSSM', 'LinearGaussianSSM', 'inverse_cdf', 'resampling_scheme', 'multinomial', 'stratified',
+           'systematic', 'residual', 'resampling_core', 'resample', 'fig_resampling', 'SMCResult', 'SMCStep', 'smc',
+           'genealogy', 'trajectories', 'BootstrapFK', 'GuidedFK', 'bootstrap_model', 'guided_model',
+           'bootstrap_filter', 'nonmarkov_ssm', 'fig_degeneracy', 'fig_weight_degeneracy', 'ar1_example',
+           'fig_kalman_check', 'fig_guided_ess', 'NonlinearGaussianSSM', 'tracker_ssm', 'fig_tracker',
+           'tempering_increment', 'TemperingFK', 'TemperedResult', 'tempered_smc', 'bimodal_target', 'fig_tempering',
+           'fig_mcmc_vs_smc', 'IBISFK', 'IBISResult', 'ibis', 'gaussian_ibis_example', 'fig_ibis', 'pmmh_target',
+           'pmmh', 'ar1_pmmh_example', 'kalman_grid_posterior', 'fig_pmmh', 'loglik_spread', 'fig_loglik_spread']
 
 # %% ../nbs/05_smc.ipynb #607d4e8f
 def _hook_parameters(rng,    # the engine's numpy Generator (`smc`, `simulate` and the filters turn a seed into one)
@@ -72,9 +74,12 @@ class FeynmanKac:
         return t >= self.T
 
 # %% ../nbs/05_smc.ipynb #95bc4d79
-_LOG2PI = np.log(2 * np.pi)
+LOG_2PI = np.log(2 * np.pi)
 
-def _psd_factor(name, S, d):
+def psd_factor(name:str, # argument name used in error messages
+               S,        # symmetric positive semi-definite matrix (d, d); a scalar is read as (1, 1)
+               d:int,    # its size
+              ) -> np.ndarray:
     "A factor L with L L^T = S of a symmetric positive semi-definite (d, d) S: the Cholesky factor (`check_spd`) when S is definite, else V diag(sqrt(w)) from S = V diag(w) V^T."
     try:
         return check_spd(name, S, d)
@@ -86,13 +91,18 @@ def _psd_factor(name, S, d):
         raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue {w.min():.3g})")
     return V * np.sqrt(np.clip(w, 0, None))
 
-def _gauss_factor(name, S, d):
+def gauss_factor(name:str, # argument name used in error messages
+                 S,        # positive definite covariance (d, d); a scalar is read as (1, 1)
+                 d:int,    # its size
+                ) -> tuple:
     "Precomputed pieces of log N(. | 0, S) for a positive definite S (`check_spd`): (Cholesky L, inverse of L, log normaliser)."
     L = check_spd(name, S, d)
-    return L, np.linalg.inv(L), -np.log(np.diag(L)).sum() - 0.5 * d * _LOG2PI
+    return L, np.linalg.inv(L), -np.log(np.diag(L)).sum() - 0.5 * d * LOG_2PI
 
-def _gauss_logpdf(resid, fac):
-    "log N(resid | 0, L L^T) for residuals (N, d), given `fac = _gauss_factor(...)`."
+def gauss_logpdf(resid, # residuals (N, d)
+                 fac,   # `gauss_factor(...)` of the covariance
+                ) -> np.ndarray:
+    "log N(resid | 0, L L^T) for residuals (N, d), given `fac = gauss_factor(...)`."
     L, Linv, const = fac
     if L.shape[0] == 1:  # scalar fast path
         return const - 0.5 * (resid[:, 0] * Linv[0, 0]) ** 2
@@ -117,11 +127,21 @@ class StateSpaceModel:
         "Simulate hidden states (T, dim_x) and observations (T, dim_y)."
         T = check_count("T", T); rng = as_rng(rng)
         xs, ys = np.empty((T, self.dim_x)), np.empty((T, self.dim_y))
-        x = self.sample_initial(rng, 1)
+        x = self._check_draw(self.sample_initial(rng, 1), "sample_initial(rng, 1)", "dim_x")
         for t in range(T):
-            if t > 0: x = self.sample_transition(rng, t, x)
-            xs[t], ys[t] = x[0], self.sample_obs(rng, t, x)[0]
+            if t > 0: x = self._check_draw(self.sample_transition(rng, t, x), "sample_transition(rng, t, x)", "dim_x")
+            xs[t], ys[t] = x[0], self._check_draw(self.sample_obs(rng, t, x), "sample_obs(rng, t, x)", "dim_y")[0]
         return xs, ys
+
+    def _check_draw(self, v, call, attr):
+        "The draw `v` of one particle returned by `call`, or a ValueError naming the method and the class attribute `attr`."
+        want = (1, getattr(self, attr))
+        if np.shape(v) != want:
+            what = "a state" if attr == "dim_x" else "observations"
+            also = " (and dim_y for observations)" if attr == "dim_x" else ""
+            raise ValueError(f"{type(self).__name__}.{call} returned shape {np.shape(v)}, expected {want}: for {what} "
+                             f"of another dimension set the class attribute {attr}{also}")
+        return v
 
     def check_y(self,
                 y,     # observations y_0, ..., y_{T-1}
@@ -147,9 +167,9 @@ class GaussianSSM(StateSpaceModel):
     "An SSM with additive Gaussian noise, x_0 ~ N(m0, P0), x_t = f(x_{t-1}) + N(0, Q), y_t = h(x_t) + N(0, R): the methods the linear and the nonlinear model share."
     def _factor_noise(self, Q, R, P0):
         "Check and factor the noise covariances: Q and P0 positive semi-definite, R positive definite."
-        self._LQ = _psd_factor("Q", Q, self.dim_x)
-        self._LP0 = _psd_factor("P0", P0, self.dim_x)
-        self._fR = _gauss_factor("R", R, self.dim_y)
+        self._LQ = psd_factor("Q", Q, self.dim_x)
+        self._LP0 = psd_factor("P0", P0, self.dim_x)
+        self._fR = gauss_factor("R", R, self.dim_y)
         self._LR = self._fR[0]
 
     f = _hook("f(xp)", "Transition mean f(x_{t-1}) of every row, shape (N, dim_x).")
@@ -160,7 +180,7 @@ class GaussianSSM(StateSpaceModel):
     def sample_transition(self, rng, t, xp):
         return self.f(xp) + rng.standard_normal(xp.shape) @ self._LQ.T
     def log_obs(self, t, x, yt):
-        return _gauss_logpdf(yt - self.h(x), self._fR)
+        return gauss_logpdf(yt - self.h(x), self._fR)
     def sample_obs(self, rng, t, x):
         return self.h(x) + rng.standard_normal((x.shape[0], self.dim_y)) @ self._LR.T
 
@@ -215,11 +235,11 @@ class LinearGaussianSSM(GaussianSSM):
             S = CP @ self.C.T + self.R
             v = y[t] - self.C @ m
             if self.dim_y == 1:                           # scalar S: no factorisation needed
-                ll[t] = -0.5 * (_LOG2PI + np.log(S[0, 0]) + v[0] ** 2 / S[0, 0])
+                ll[t] = -0.5 * (LOG_2PI + np.log(S[0, 0]) + v[0] ** 2 / S[0, 0])
                 KT = CP / S[0, 0]
             else:
                 L = linalg.cholesky(S, lower=True)
-                ll[t] = -0.5 * v @ linalg.cho_solve((L, True), v) - np.log(np.diag(L)).sum() - 0.5 * self.dim_y * _LOG2PI
+                ll[t] = -0.5 * v @ linalg.cho_solve((L, True), v) - np.log(np.diag(L)).sum() - 0.5 * self.dim_y * LOG_2PI
                 KT = linalg.cho_solve((L, True), CP)      # K^T = S^{-1} C P
             m = m + KT.T @ v
             P = P - CP.T @ KT
@@ -233,10 +253,10 @@ class LinearGaussianSSM(GaussianSSM):
         if key not in self._opt:
             P = self.P0 if key == 0 else self.Q           # covariance of x_t given x_{t-1} (or of x_0)
             S = self.C @ P @ self.C.T + self.R            # covariance of y_t given x_{t-1}
-            fS = _gauss_factor("predictive covariance", S, self.dim_y)
+            fS = gauss_factor("predictive covariance", S, self.dim_y)
             KT = linalg.cho_solve((fS[0], True), self.C @ P)
             Sig = P - (self.C @ P).T @ KT
-            self._opt[key] = (KT.T, _psd_factor("proposal covariance", 0.5 * (Sig + Sig.T), self.dim_x), fS)
+            self._opt[key] = (KT.T, psd_factor("proposal covariance", 0.5 * (Sig + Sig.T), self.dim_x), fS)
         return self._opt[key]
 
     def _prior_mean(self, t, xp, N):
@@ -262,7 +282,7 @@ class LinearGaussianSSM(GaussianSSM):
                       ):
         "log p(y_t | x_{t-1} = xp) for every particle, shape (N,); at t = 0, log p(y_0), shape (1,)."
         _, _, fS = self._optimal(t)
-        return _gauss_logpdf(yt - self._prior_mean(t, xp, 1) @ self.C.T, fS)
+        return gauss_logpdf(yt - self._prior_mean(t, xp, 1) @ self.C.T, fS)
 
 # %% ../nbs/05_smc.ipynb #646091c4
 def _check_weights(W):
@@ -274,7 +294,9 @@ def _check_weights(W):
         raise ValueError(f"W must sum to one (it sums to {W.sum():.6g}); normalise log weights with `log_normalize`")
     return W
 
-def _inverse_cdf(u, W):
+def inverse_cdf(u, # points in [0, 1), shape (M,)
+                W, # normalised weights (N,)
+               ) -> np.ndarray:
     "Index a with cum[a-1] <= u < cum[a] for each u in [0, 1) (eq. 13.27)."
     cum = np.cumsum(W)
     cum /= cum[-1]   # the last entry is exactly 1, so rounding never sends an index past N-1
@@ -307,12 +329,12 @@ def resampling_scheme(core, # the bare scheme (W, M, rng) -> ancestors, on check
 @resampling_scheme
 def multinomial(W, M, rng):
     "Multinomial resampling: M independent draws from the weights W; returns ancestor indices (M,)."
-    return _inverse_cdf(np.sort(rng.random(M)), W)
+    return inverse_cdf(np.sort(rng.random(M)), W)
 
 @resampling_scheme
 def stratified(W, M, rng):
     "Stratified resampling: one uniform in each of M equal strata of [0, 1); returns ancestor indices (M,)."
-    return _inverse_cdf((np.arange(M) + rng.random(M)) / M, W)
+    return inverse_cdf((np.arange(M) + rng.random(M)) / M, W)
 
 @resampling_scheme
 def systematic(W, M, rng):
@@ -336,7 +358,9 @@ def residual(W, M, rng):
     assert A.size == M, (A.size, M)
     return A
 
-def _scheme(name, arg="resampling"):
+def resampling_core(name:str,            # name of a scheme in `RESAMPLING`
+                    arg:str="resampling", # argument name used in the error message
+                   ) -> Callable:
     "The bare scheme registered under `name` (a ValueError naming `arg` lists the choices)."
     if name not in RESAMPLING:
         raise ValueError(f"{arg} must be one of {sorted(RESAMPLING)}, got {name!r}")
@@ -348,7 +372,7 @@ def resample(W,                       # normalised weights, shape (N,)
              M:Optional[int]=None,    # number of ancestors to draw (None: N)
             ) -> np.ndarray:
     "Ancestor indices (M,) drawn from the weights `W` with the resampling scheme registered under `scheme`."
-    return _scheme(scheme, "scheme")(*_scheme_args(W, M, rng))
+    return resampling_core(scheme, "scheme")(*_scheme_args(W, M, rng))
 
 # %% ../nbs/05_smc.ipynb #4ef1a00e
 def fig_resampling(N:int=8,  # number of particles
@@ -367,14 +391,14 @@ def fig_resampling(N:int=8,  # number of particles
             cres = np.cumsum(res) / res.sum()
             ax.stairs(cres, np.arange(N + 1) - 0.5, baseline=None, color="0.5", ls="--", lw=1.2)
             u = np.sort(as_rng(rng_u).random(R))
-            ax.plot(_inverse_cdf(u, res / res.sum()), u, "o", color=COLORS[1], ms=5)
+            ax.plot(inverse_cdf(u, res / res.sum()), u, "o", color=COLORS[1], ms=5)
             ax.set_title(f"{name}: kept {kept.tolist()}\n+ {R} draws from the residual CDF")
         else:
             u = {"multinomial": np.sort(as_rng(rng_u).random(N)),
                  "stratified": (np.arange(N) + as_rng(rng_u).random(N)) / N,
                  "systematic": (np.arange(N) + as_rng(rng_u).random()) / N}[name]
-            ax.plot(_inverse_cdf(u, W), u, "o", color=COLORS[0], ms=5)
-            ax.set_title(f"{name}\noffspring {np.bincount(_inverse_cdf(u, W), minlength=N).tolist()}")
+            ax.plot(inverse_cdf(u, W), u, "o", color=COLORS[0], ms=5)
+            ax.set_title(f"{name}\noffspring {np.bincount(inverse_cdf(u, W), minlength=N).tolist()}")
         ax.set_xlabel("particle index m")
     axes[0].set_ylabel("cumulative weight / u")
     return fig
@@ -413,22 +437,6 @@ def _weighted_moments(W, x):
     v = W @ (xf - m) ** 2      # not E[x^2] - m^2, which loses every digit when |m| >> sd
     return m.reshape(x.shape[1:]), v.reshape(x.shape[1:])
 
-def _check_particles(x, N, where, t):
-    x = np.asarray(x)
-    if x.ndim == 0 or x.shape[0] != N:
-        raise ValueError(f"{where} must return particles with first axis N={N} at step t={t}, got shape {x.shape}")
-    return x
-
-def _check_logpdf(v, N, name, t=None):
-    "Log densities or log potentials as a float array of shape (N,), refusing NaN and +inf (`t`: the step, for the message)."
-    v = np.asarray(v, dtype=float)
-    at = "" if t is None else f" at step t={t}"
-    if v.shape != (N,):
-        raise ValueError(f"{name} must return one value per particle, shape ({N},){at}, got {v.shape}")
-    if np.isnan(v).any() or (v == np.inf).any():
-        raise ValueError(f"{name} returned NaN or +inf for {int((np.isnan(v) | (v == np.inf)).sum())} of {N} particles{at}")
-    return v
-
 def _normalise(lw, t):
     "Step 4: normalised weights W_t and lse = log sum_n w_t^n, or a ValueError when every weight is zero."
     try:
@@ -457,7 +465,7 @@ def smc(model,                        # a `FeynmanKac` model (M0, M, logG, done)
     "Run the generic SMC loop (Algorithm 1) on a Feynman-Kac model."
     N = check_count("N", N)
     rng = as_rng(rng)
-    scheme = _scheme(resampling)
+    scheme = resampling_core(resampling)
     ess_threshold = float(check_probability("ess_threshold", check_shape("ess_threshold", ess_threshold, ()),
                                             closed=True))
     for meth in ("M0", "M", "logG", "done"):
@@ -472,7 +480,7 @@ def smc(model,                        # a `FeynmanKac` model (M0, M, logG, done)
             break
         resampled = False
         if t == 0:                                 # 0. initialise: x_0^n ~ M_0
-            x = _check_particles(model.M0(rng, N), N, "M0", t)
+            x = check_particles(model.M0(rng, N), N, "M0", t)
         else:
             resampled = ess_threshold >= 1 or records[-1].ess < ess_threshold * N
             if resampled:                          # 1. resample: A_t ~ W_{t-1}, xp = x_{t-1}^{A_t}, W_{t-1} = 1/N
@@ -481,10 +489,10 @@ def smc(model,                        # a `FeynmanKac` model (M0, M, logG, done)
             else:                                  # 1. (ESS high enough) keep x_{t-1} and the weights W_{t-1}
                 A, xp, logW = arange, x, lw - lse
             if resampled or not model.mutate_only_after_resampling:
-                x = _check_particles(model.M(rng, t, xp), N, "M", t)   # 2. move: x_t^n ~ M_t(xp^n, .)
+                x = check_particles(model.M(rng, t, xp), N, "M", t)   # 2. move: x_t^n ~ M_t(xp^n, .)
             else:
                 x = xp                             # 2. (IBIS-like models) no move without resampling
-        lw = logW + _check_logpdf(model.logG(t, xp, x), N, "logG", t)   # 3. reweight: log w = log W_{t-1} + log G_t
+        lw = logW + check_logpdf(model.logG(t, xp, x), N, "logG", t)   # 3. reweight: log w = log W_{t-1} + log G_t
         W, lse = _normalise(lw, t)                 # 4. normalise: W_t and lse = hat ell_t = log sum_n w_t^n
         # 4. record; ESS = 1 / sum W^2 (`ess(lw)` gives the same number but would normalise lw a second time)
         records.append(SMCStep(t, lse, 1.0 / np.dot(W, W), resampled, *_weighted_moments(W, x),
@@ -523,7 +531,7 @@ class BootstrapFK(FeynmanKac):
     def M(self, rng, t, xp):
         return self.ssm.sample_transition(rng, t, xp)
     def logG(self, t, xp, x):
-        return self.ssm.log_obs(t, x, self.y[t])
+        return check_logpdf(self.ssm.log_obs(t, x, self.y[t]), len(x), f"{type(self.ssm).__name__}.log_obs", t)
 
 class GuidedFK(FeynmanKac):
     "Guided Feynman-Kac model with the locally optimal proposal: M_t = p(x_t | x_{t-1}, y_t), G_t = p(y_t | x_{t-1})."
@@ -541,8 +549,9 @@ class GuidedFK(FeynmanKac):
     def M(self, rng, t, xp):
         return self.ssm.sample_optimal(rng, t, xp, self.y[t], len(xp))
     def logG(self, t, xp, x):
-        lp = self.ssm.log_predictive(t, xp, self.y[t])
-        return lp if len(lp) == len(x) else np.repeat(lp, len(x))     # t = 0: the one value log p(y_0)
+        lp = np.asarray(self.ssm.log_predictive(t, xp, self.y[t]), dtype=float)
+        if t == 0 and lp.shape == (1,): lp = np.repeat(lp, len(x))     # t = 0: the one value log p(y_0)
+        return check_logpdf(lp, len(x), f"{type(self.ssm).__name__}.log_predictive", t)
 
 def bootstrap_model(ssm, # a `StateSpaceModel`
                     y):  # observations (T, dim_y)
@@ -630,8 +639,10 @@ def fig_weight_degeneracy(T:int=100,    # number of time steps
     return fig
 
 # %% ../nbs/05_smc.ipynb #644269f6
-def _ar1_example(T=50, rng=1):
-    "The 1-d linear-Gaussian example of the chapter and its simulated data."
+def ar1_example(T:int=50, # number of time steps
+                rng=1,    # random seed of the simulated data
+               ) -> tuple:
+    "The 1-d linear-Gaussian example of the chapter and its simulated data: (ssm, x, y)."
     ssm = LinearGaussianSSM(A=0.9, C=1.0, Q=1.0, R=0.5, P0=1 / (1 - 0.81))
     x, y = ssm.simulate(T, rng=rng)
     return ssm, x, y
@@ -641,7 +652,7 @@ def fig_kalman_check(N:int=1000,      # particles for the filtering plot
                      n_rep:int=20,   # runs per particle number
                      rng=0):     # random seed
     "Bootstrap filter vs the exact Kalman filter: filtering means and the spread of log Z_hat."
-    ssm, x, y = _ar1_example()
+    ssm, x, y = ar1_example()
     kf = ssm.kalman_filter(y)
     rng = as_rng(rng)
     pf = bootstrap_filter(ssm, y, N, rng)
@@ -738,48 +749,21 @@ def fig_tracker(T:int=100,   # number of time steps
     return fig
 
 # %% ../nbs/05_smc.ipynb #d77135b1
-def _rw_factor(x, W=None, scale=None):
-    """Random-walk proposal scale h and Cholesky factor L of the (W-weighted) covariance of the particles x (N, d):
-    proposals x + h L z; h = 2.38 / sqrt(d) unless `scale` is given."""
-    d = x.shape[1]
-    cov = np.atleast_2d(np.cov(x, rowvar=False, aweights=W))
-    L = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
-    return (2.38 / np.sqrt(d) if scale is None else float(scale)), L
-
-def _in_support(log_prior, prop, fn, fill):
-    """The log prior of the proposals prop (n, d), and fn (rows (k, d) -> (k,)) evaluated only at the proposals inside
-    the prior's support, `fill` at the others: a likelihood or a simulator is never called where the prior is zero
-    (a scale proposed below zero, a probability above one), and those proposals are rejected by their log prior -inf."""
-    lp = _check_logpdf(log_prior(prop), len(prop), "log_prior")
-    out, inside = np.full(len(prop), fill, dtype=float), lp > -np.inf
-    if inside.any():
-        out[inside] = fn(prop[inside])
-    return lp, inside, out
-
-def _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, L, n_steps):
-    """Lockstep random-walk Metropolis chains, one from each row of x, on prior * lik^lam with the log prior `lp` and log
-    likelihood `ll` of x cached: every state (n_steps + 1, M, d) with its (lp, ll), and the mean acceptance."""
-    xs, lps, lls, acc = [x], [lp], [ll], []
-    for _ in range(n_steps):
-        prop = x + rng.standard_normal(x.shape) @ L.T
-        lp_p, inside, ll_p = _in_support(log_prior, prop, lambda p: _check_logpdf(log_lik(p), len(p), "log_lik"), -np.inf)
-        with np.errstate(invalid="ignore"):           # -inf - (-inf) at rejected points outside the support
-            log_ratio = np.where(inside, lp_p - lp + lam * (ll_p - ll), -np.inf)
-        ok = np.log(rng.random(len(x))) < log_ratio
-        x, lp, ll = np.where(ok[:, None], prop, x), np.where(ok, lp_p, lp), np.where(ok, ll_p, ll)
-        xs.append(x); lps.append(lp); lls.append(ll); acc.append(ok.mean())
-    return np.stack(xs), np.stack(lps), np.stack(lls), float(np.mean(acc)) if acc else np.nan
+from .ais import in_support, rw_chains, rw_factor   # the random-walk moves of annealed importance sampling (3b)
 
 def _rw_moves(rng, x, log_prior, log_lik, lam, n_steps, scale=None):
     """`n_steps` random-walk Metropolis moves of every row of x on prior * lik^lam, proposal covariance
-    scale^2 * Cov(x) (`_rw_chains`); returns (x, acceptance)."""
-    h, L = _rw_factor(x, None, scale)
-    lp = _check_logpdf(log_prior(x), len(x), "log_prior")
-    ll = _check_logpdf(log_lik(x), len(x), "log_lik")
-    xs, _, _, acc = _rw_chains(rng, x, lp, ll, lam, log_prior, log_lik, h * L, n_steps)
+    scale^2 * Cov(x) (`rw_chains`); returns (x, acceptance)."""
+    h, L = rw_factor(x, None, scale)
+    lp = check_logpdf(log_prior(x), len(x), "log_prior")
+    ll = check_logpdf(log_lik(x), len(x), "log_lik")
+    xs, _, _, acc = rw_chains(x, lp, ll, lam, log_prior, log_lik, h * L, n_steps, rng)
     return xs[-1], acc
 
-def _next_delta(ll, max_delta, ess_min):
+def tempering_increment(ll,              # log likelihoods of the particles (N,)
+                        max_delta:float, # largest increment allowed (1 minus the current temperature)
+                        ess_min:float,   # the ESS the reweighted particles must keep
+                       ) -> float:
     "Tempering increment in (0, max_delta] whose weights exp(delta * ll) have ESS = ess_min (eq. 13.94)."
     def gap(delta): return ess(delta * ll) - ess_min
     if gap(max_delta) >= 0:
@@ -788,32 +772,6 @@ def _next_delta(ll, max_delta, ess_min):
     if gap(lo) <= 0:      # (only when most particles have zero likelihood) take a tiny step
         return lo
     return optimize.brentq(gap, lo, max_delta, xtol=1e-14, rtol=1e-10)
-
-def _prior_particles(prior_sample, rng, N):
-    "N particles (N, d) from `prior_sample(rng, N)`, checked; an error inside it says the argument order it is called with."
-    try:
-        x = prior_sample(rng, N)
-    except (TypeError, AttributeError, ValueError) as err:
-        # written as prior_sample(N, rng), it receives the Generator as N and the int as rng: "'int' object has no
-        # attribute 'normal'" or "'Generator' object cannot be interpreted as an integer", from inside the user's code
-        raise (ValueError if isinstance(err, ValueError) else TypeError)(
-            f"prior_sample raised {type(err).__name__} ({err}). It is called as prior_sample(rng, N): a numpy Generator "
-            f"first, the number of particles N = {N} second; if yours is written prior_sample(N, rng), swap its "
-            "arguments (e.g. lambda rng, N: rng.normal(size=(N, d)))") from err
-    x = np.asarray(x, dtype=float)
-    if x.ndim == 1: x = x[:, None]
-    if x.ndim != 2 or x.shape[0] != N:
-        raise ValueError(f"prior_sample(rng, N) must return an array of shape (N, d) = ({N}, d), got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("prior_sample returned non-finite values")
-    return x
-
-def _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale):
-    for name, f in (("log_prior", log_prior), ("log_lik", log_lik), ("prior_sample", prior_sample)):
-        if not callable(f): raise ValueError(f"{name} must be callable, got {f!r}")
-    check_count("n_mcmc", n_mcmc, 0)
-    if scale is not None:
-        check_positive("scale", check_shape("scale", scale, ()))
 
 class TemperingFK(FeynmanKac):
     "Adaptive likelihood tempering, gamma_l = prior * lik^l for l from 0 to 1, with random-walk Metropolis moves."
@@ -825,20 +783,20 @@ class TemperingFK(FeynmanKac):
                  n_mcmc=5,        # random-walk Metropolis steps per move
                  scale=None,      # proposal scale relative to the particles' standard deviations
                 ):
-        _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
+        check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         check_probability("ess_target", check_shape("ess_target", ess_target, ()))
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.ess_target, self.n_mcmc, self.scale = ess_target, n_mcmc, scale
         self.lambdas, self.acceptance = [0.0], []
     def M0(self, rng, N):
         self.lambdas, self.acceptance = [0.0], []
-        return _prior_particles(self.prior_sample, rng, N)
+        return prior_particles(self.prior_sample, N, rng)
     def done(self, t):
         return t > 0 and self.lambdas[-1] >= 1.0
     def logG(self, t, xp, x):
-        ll = _check_logpdf(self.log_lik(x), len(x), "log_lik")
+        ll = check_logpdf(self.log_lik(x), len(x), "log_lik")
         lam = self.lambdas[-1]
-        delta = _next_delta(ll, 1.0 - lam, self.ess_target * len(x))
+        delta = tempering_increment(ll, 1.0 - lam, self.ess_target * len(x))
         self.lambdas.append(1.0 if lam + delta >= 1.0 - 1e-12 else lam + delta)
         return delta * ll
     def M(self, rng, t, xp):
@@ -878,7 +836,7 @@ def tempered_smc(log_prior:Callable,   # log prior, vectorised: (N, d) -> (N,)
 def bimodal_target(c:float=5.):  # strength of the energy c (theta^2 - 1)^2
     "Prior log density, 'likelihood' exp(-c (theta^2-1)^2) and prior sampler of the 1-d bimodal example."
     check_positive("c", c)
-    def log_prior(th): return -0.5 * th[:, 0] ** 2 - 0.5 * _LOG2PI
+    def log_prior(th): return -0.5 * th[:, 0] ** 2 - 0.5 * LOG_2PI
     def log_lik(th): return -c * (th[:, 0] ** 2 - 1.0) ** 2
     def prior_sample(rng, N): return rng.standard_normal((N, 1))
     return log_prior, log_lik, prior_sample
@@ -959,7 +917,7 @@ class IBISFK(FeynmanKac):
                  n_mcmc=5,      # random-walk Metropolis steps per move
                  scale=None,    # proposal scale relative to the particles' standard deviations
                 ):
-        _check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
+        check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         self.data = np.asarray(data, dtype=float)
         if self.data.ndim == 0 or len(self.data) == 0:
             raise ValueError(f"data must be an array with one observation per row, got shape {self.data.shape}")
@@ -968,9 +926,9 @@ class IBISFK(FeynmanKac):
         self.move_steps, self.acceptance = [], []
     def M0(self, rng, N):
         self.move_steps, self.acceptance = [], []
-        return _prior_particles(self.prior_sample, rng, N)
+        return prior_particles(self.prior_sample, N, rng)
     def logG(self, t, xp, x):
-        return _check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
+        return check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
     def M(self, rng, t, xp):
         past = self.data[:t]
         x, acc = _rw_moves(rng, xp, self.log_prior, lambda th: self.log_lik(th, past), 1.0, self.n_mcmc, self.scale)
@@ -1014,12 +972,12 @@ def gaussian_ibis_example(T:int=30,      # number of observations
     def log_prior(th):
         m, s = th[:, 0], th[:, 1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(s > 0, -0.5 * m ** 2 - 0.5 * _LOG2PI - s, -np.inf)
+            return np.where(s > 0, -0.5 * m ** 2 - 0.5 * LOG_2PI - s, -np.inf)
     def log_lik(th, yb):
         m, s = th[:, :1], th[:, 1:]
         yb = np.asarray(yb).reshape(1, -1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ll = np.sum(-0.5 * ((yb - m) / s) ** 2 - np.log(s) - 0.5 * _LOG2PI, axis=1)
+            ll = np.sum(-0.5 * ((yb - m) / s) ** 2 - np.log(s) - 0.5 * LOG_2PI, axis=1)
         return np.where(th[:, 1] > 0, ll, -np.inf)
     def prior_sample(rng, N): return np.column_stack([rng.standard_normal(N), rng.exponential(1.0, N)])
     return y, (log_prior, log_lik, prior_sample)
@@ -1060,7 +1018,7 @@ def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose norm
     if not (callable(make_model) and callable(log_prior)):
         raise ValueError("make_model and log_prior must be callables of theta")
     N, dim, rng = check_count("N", N), check_count("dim", dim), as_rng(rng)
-    _scheme(resampling)
+    resampling_core(resampling)
     def logp(theta):
         lp = float(log_prior(theta))
         if np.isnan(lp):
@@ -1166,8 +1124,11 @@ def ar1_pmmh_example(T:int=30,     # number of observations
     def log_prior(theta): return np.log(0.5) if abs(theta[0]) < 1 else -np.inf
     return y, ssm_of, make_model, log_prior
 
-def _grid_posterior(y, ssm_of, grid):
-    "Exact posterior of rho on a grid (uniform prior), from Kalman likelihoods."
+def kalman_grid_posterior(y,      # observations (T, dim_y)
+                          ssm_of, # function rho -> the linear-Gaussian state-space model with parameter rho
+                          grid,   # values of rho, increasing
+                         ) -> np.ndarray:
+    "Exact posterior density of rho on a grid (uniform prior), from Kalman likelihoods."
     ll = np.array([ssm_of(r).kalman_filter(y).log_evidence for r in grid])
     p = np.exp(ll - ll.max())
     return p / np.trapezoid(p, grid)
@@ -1192,7 +1153,7 @@ def fig_pmmh(result=None,      # an MCMCResult of the example (None: run `pmmh` 
     axes[0].set_title(f"PMMH: R-hat {s.rhat[0]:.3f}, bulk ESS {s.ess_bulk[0]:.0f}, "
                       f"acceptance {res.stats.accept_prob.mean():.2f}")
     axes[1].hist(res.draws[..., 0].ravel(), bins=30, density=True, color=COLORS[0], alpha=0.6, label="PMMH")
-    axes[1].plot(grid, _grid_posterior(y, ssm_of, grid), color="k", label="exact (Kalman, grid)")
+    axes[1].plot(grid, kalman_grid_posterior(y, ssm_of, grid), color="k", label="exact (Kalman, grid)")
     axes[1].set_xlim(-0.2, 1.0); axes[1].set_xlabel(r"$\rho$"); axes[1].legend(fontsize=8)
     return fig
 
@@ -1204,7 +1165,7 @@ def loglik_spread(N:int=200,               # number of particles
                   rng=0):             # random seed
     "Errors log Z_hat - log Z (Kalman) of repeated bootstrap filters on the 1-d example, and the mean number of resampling steps."
     n_rep = check_count("n_rep", n_rep, 2)
-    ssm, _, y = _ar1_example()
+    ssm, _, y = ar1_example()
     log_evidence = ssm.kalman_filter(y).log_evidence
     rng = as_rng(rng)
     runs = [bootstrap_filter(ssm, y, N, rng, resampling=resampling, ess_threshold=ess_threshold) for _ in range(n_rep)]

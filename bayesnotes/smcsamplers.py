@@ -11,13 +11,13 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, special, stats
 
-from .utils import (as_rng, check_count, check_positive, check_probability, check_shape,
-                              shares_parameters, spawn_rng, track)
+from .utils import (as_rng, check_count, check_logpdf, check_positive, check_probability, check_sampler_args,
+                              check_shape, prior_particles, shares_parameters, spawn_rng, track)
 from .core import log_normalize
 from .plotting import new_figure, COLORS
-from .smc import (GaussianSSM, TemperedResult, ar1_pmmh_example, gaussian_ibis_example, pmmh,
-                            tempered_smc, _check_logpdf, _check_sampler_args, _inverse_cdf, _next_delta,
-                            _prior_particles, _rw_factor, _scheme, _in_support, _rw_chains)
+from .ais import in_support, rw_chains, rw_factor
+from .smc import (GaussianSSM, TemperedResult, ar1_pmmh_example, gaussian_ibis_example, inverse_cdf, pmmh,
+                            resampling_core, tempered_smc, tempering_increment)
 
 # %% auto #0
 __all__ = ['waste_free_smc', 'gaussian_tempering_example', 'GridReference', 'grid_reference', 'SamplerRuns',
@@ -27,14 +27,14 @@ __all__ = ['waste_free_smc', 'gaussian_tempering_example', 'GridReference', 'gri
 
 # %% ../nbs/05d_smc_samplers.ipynb #ba0c47f6
 def _rw_factor_scaled(x, W, scale):
-    "Proposal factor h L of the SMC chapter's random-walk move (`smc._rw_factor`), for proposals x + (h L) z."
-    h, L = _rw_factor(x, W, scale)
+    "Proposal factor h L of the random-walk move of AIS and tempered SMC (`ais.rw_factor`), for proposals x + (h L) z."
+    h, L = rw_factor(x, W, scale)
     return h * L
 
 def _prior_cloud(prior_sample, log_prior, rng, N):
     "N draws from the prior and their log prior, refusing draws outside the prior's support (log prior -inf)."
-    x = _prior_particles(prior_sample, rng, N)
-    lp = _check_logpdf(log_prior(x), N, "log_prior")
+    x = prior_particles(prior_sample, N, rng)
+    lp = check_logpdf(log_prior(x), N, "log_prior")
     if not np.all(np.isfinite(lp)):
         raise ValueError("prior_sample drew points where log_prior is -inf")
     return x, lp
@@ -52,20 +52,20 @@ def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,
     N, P = check_count("N", N, 2), check_count("P", P, 2)
     if N % P:
         raise ValueError(f"P must divide N (N = M P states from M chains), got N={N}, P={P}")
-    _check_sampler_args(log_prior, log_lik, prior_sample, 0, shared["scale"])
+    check_sampler_args(log_prior, log_lik, prior_sample, 0, shared["scale"])
     ess_target = float(check_probability("ess_target", check_shape("ess_target", shared["ess_target"], ())))
-    scheme, rng, M = _scheme(shared["resampling"]), as_rng(rng), N // P
+    scheme, rng, M = resampling_core(shared["resampling"]), as_rng(rng), N // P
     x, lp = _prior_cloud(prior_sample, log_prior, rng, N)
-    ll = _check_logpdf(log_lik(x), N, "log_lik")
+    ll = check_logpdf(log_lik(x), N, "log_lik")
     lambdas, ess_steps, acceptance, log_Z = [0.0], [], [], 0.0
     for t in track(itertools.count(), shared["progress"], desc="waste-free smc"):
         if t > 0:   # move: M ancestors, a chain of P states from each, all N = M P states kept
             L = _rw_factor_scaled(x, W, shared["scale"])
             A = scheme(W, M, rng)
-            xs, lps, lls, acc = _rw_chains(rng, x[A], lp[A], ll[A], lambdas[-1], log_prior, log_lik, L, P - 1)
+            xs, lps, lls, acc = rw_chains(x[A], lp[A], ll[A], lambdas[-1], log_prior, log_lik, L, P - 1, rng)
             x, lp, ll = xs.reshape(N, -1), lps.ravel(), lls.ravel()   # row p M + m: state p of chain m
             acceptance.append(acc)
-        delta = _next_delta(ll, 1.0 - lambdas[-1], ess_target * N)   # reweight: G_t = lik^delta, ESS = ess_target N
+        delta = tempering_increment(ll, 1.0 - lambdas[-1], ess_target * N)   # reweight: G_t = lik^delta, ESS = ess_target N
         lambdas.append(1.0 if lambdas[-1] + delta >= 1.0 - 1e-12 else lambdas[-1] + delta)
         W, lse = log_normalize(delta * ll - np.log(N))
         log_Z += lse
@@ -208,10 +208,10 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
         raise ValueError(f"s_obs must be a finite 1-d array of summaries, got {s_obs!r}")
     if not callable(simulate):
         raise ValueError(f"simulate must be callable, got {simulate!r}")
-    _check_sampler_args(log_prior, simulate, prior_sample, shared["n_mcmc"], shared["scale"])
+    check_sampler_args(log_prior, simulate, prior_sample, shared["n_mcmc"], shared["scale"])
     eps_min = float(check_positive("eps_min", check_shape("eps_min", eps_min, ())))
     alive = float(check_probability("alive", check_shape("alive", alive, ())))
-    max_steps, scheme, rng = check_count("max_steps", max_steps), _scheme(shared["resampling"]), as_rng(rng)
+    max_steps, scheme, rng = check_count("max_steps", max_steps), resampling_core(shared["resampling"]), as_rng(rng)
     theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
     dist = _distances(simulate, rng, theta, s_obs)
     eps, ess_steps, acceptance, log_Z = [np.inf], [], [], 0.0
@@ -224,7 +224,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
             for _ in range(shared["n_mcmc"]):
                 prop = theta + rng.standard_normal(theta.shape) @ L.T
                 # simulate only inside the prior's support (elsewhere the distance is inf and the prior ratio 0)
-                lp_p, _, d_p = _in_support(log_prior, prop, lambda p: _distances(simulate, rng, p, s_obs), np.inf)
+                lp_p, _, d_p = in_support(log_prior, prop, lambda p: _distances(simulate, rng, p, s_obs), np.inf)
                 ok = (d_p < eps[-1]) & (np.log(rng.random(N)) < lp_p - lp)   # prior ratio x indicator
                 theta, lp, dist = np.where(ok[:, None], prop, theta), np.where(ok, lp_p, lp), np.where(ok, d_p, dist)
                 n_acc += ok.sum()
@@ -334,7 +334,7 @@ def _resample_blocks(W, rng):
     "Systematic resampling within each row of W (n, N_x), all rows at once: flat indices into the n N_x particles."
     n, Nx = W.shape
     u = (np.arange(n)[:, None] + (np.arange(Nx) + rng.random((n, 1))) / Nx) / n   # block i's uniforms in [i/n, (i+1)/n)
-    A = _inverse_cdf(u.ravel(), W.ravel() / n)
+    A = inverse_cdf(u.ravel(), W.ravel() / n)
     first = np.repeat(np.arange(n) * Nx, Nx)
     return np.clip(A, first, first + Nx - 1)      # a rounding error of the cumulative sum must not cross a block edge
 
@@ -398,7 +398,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
     N, Nx = check_count("N", N, 2), check_count("N_x", N_x, 1)
     for name, fn in (("ssm_of", ssm_of), ("log_prior", log_prior), ("prior_sample", prior_sample)):
         if not callable(fn): raise ValueError(f"{name} must be callable, got {fn!r}")
-    _check_sampler_args(log_prior, ssm_of, prior_sample, shared["n_mcmc"], shared["scale"])
+    check_sampler_args(log_prior, ssm_of, prior_sample, shared["n_mcmc"], shared["scale"])
     thr = float(check_probability("ess_threshold", check_shape("ess_threshold", ess_threshold, ()), closed=True))
     if nx_double_below is not None:
         check_probability("nx_double_below", check_shape("nx_double_below", nx_double_below, ()))
@@ -406,7 +406,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
     if y.ndim == 1: y = y[:, None]
     if y.ndim != 2 or len(y) == 0 or not np.all(np.isfinite(y)):
         raise ValueError(f"y must be a finite array of shape (T, dim_y) with T >= 1, got shape {y.shape}")
-    scheme, rng = _scheme(shared["resampling"]), as_rng(rng)
+    scheme, rng = resampling_core(shared["resampling"]), as_rng(rng)
     theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
     filt, ssm = _Filters(None, None, np.zeros(N)), ssm_of(np.repeat(theta, Nx, axis=0))
     logW, log_Z, cost = np.full(N, -np.log(N)), 0.0, 0
@@ -420,7 +420,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
             n_acc = 0
             for _ in range(shared["n_mcmc"]):
                 prop = theta + rng.standard_normal(theta.shape) @ L.T
-                lp_p = _check_logpdf(log_prior(prop), N, "log_prior")
+                lp_p = check_logpdf(log_prior(prop), N, "log_prior")
                 idx = np.flatnonzero(lp_p > -np.inf)      # proposals outside the prior are rejected without a filter
                 new = _fresh_filters(rng, ssm_of, prop[idx], y[:t], Nx)
                 cost += len(idx) * Nx * t

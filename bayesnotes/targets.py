@@ -32,8 +32,8 @@ from .datasets import load_breast_cancer, load_iris_2d
 from .plotting import new_figure, regenerate_figures
 
 # %% auto #0
-__all__ = ['Target', 'as_target', 'Untraceable', 'Tape', 'correlated_gaussian', 'gaussian_target', 'banana', 'funnel',
-           'logistic_regression', 'breast_cancer_logistic', 'fig_targets']
+__all__ = ['Target', 'as_target', 'as_target_for', 'Untraceable', 'Tape', 'correlated_gaussian', 'gaussian_target', 'banana',
+           'funnel', 'logistic_regression', 'breast_cancer_logistic', 'fig_targets']
 
 # %% ../nbs/00b_targets.ipynb #5f99b502
 class Target:
@@ -124,9 +124,18 @@ class Target:
                 v = self._logp(np.array(x, dtype=float))
         except Exception as plain:
             if type(plain) in (ValueError, IndexError):   # e.g. numpy's "shapes (3,3) and (2,) not aligned" in user code
+                hint = "If it expects points of another length, pass that dimension (`dim`, or an `x0` of that length)"
+                if self.batched and np.ndim(x) == 2:      # batched=True: does it take one point at a time?
+                    try:
+                        with np.errstate(all="ignore"):
+                            one = np.size(self._logp(np.array(x[0], dtype=float))) == 1
+                    except Exception:
+                        one = False
+                    hint = ("It works on one point of shape (dim,) but not on a batch (n, dim): the density is not "
+                            "batched, so drop batched=True (or write it for a batch, (n, dim) -> (n,))" if one else
+                            hint + ", or, if the density takes one point at a time, drop batched=True")
                 raise type(plain)(f"the log density raised {type(plain).__name__} at a point x of shape {np.shape(x)} "
-                                  f"(dim={self.dim}): {plain}. If it expects points of another length, pass that "
-                                  "dimension (`dim`, or an `x0` of that length)") from plain
+                                  f"(dim={self.dim}): {plain}. {hint}") from plain
             return
         if not self.batched and np.size(v) != 1:
             self._scalar(v)                               # raises: the density is not scalar-valued
@@ -228,6 +237,17 @@ def as_target(target,        # a `Target`, or a log density of one point (dim,) 
     if dim is None:
         raise ValueError(f"dim is required when {name} is a plain function (or pass a Target)")
     return Target(target, dim)
+
+# %% ../nbs/00b_targets.ipynb #as-target-for
+def as_target_for(logp,         # a `Target`, or a log density of one point (dim,) written with autograd.numpy
+                  dim:int,      # dimension of the method that takes `logp` (a variational family, a starting point)
+                  name:str="logp", # argument name used in error messages
+                  other:str="the variational family", # what `dim` is the dimension of, for the message
+                 ) -> Target:
+    "`as_target` for a method whose own dimension is `dim`: a Target of another dimension is named against `other`."
+    if isinstance(logp, Target) and logp.dim != dim:
+        raise ValueError(f"{name} has dimension {logp.dim}, but {other} has dimension {dim}")
+    return as_target(logp, dim, name=name)
 
 # %% ../nbs/00b_targets.ipynb #tape-code
 class Untraceable(Exception):

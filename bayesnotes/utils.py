@@ -24,8 +24,10 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
-           'check_probability', 'check_spd', 'shares_parameters', 'docments_of', 'parameter_section',
-           'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
+           'check_probability', 'check_spd', 'check_logpdf', 'check_particles', 'prior_particles', 'check_sampler_args',
+           'check_layer_sizes', 'check_hidden', 'check_inputs', 'check_regression_data', 'labels_pm1', 'check_proposal',
+           'shares_parameters', 'docments_of', 'parameter_section', 'add_parameter_docs', 'install_parameter_docs',
+           'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -167,6 +169,129 @@ def check_spd(name:str,  # argument name used in the error message
     except linalg.LinAlgError:
         raise ValueError(f"{name} must be positive definite") from None
 
+# %% ../nbs/00a_utils.ipynb #shared-checks
+def check_logpdf(v,          # log densities or log potentials returned by a user's function, one per particle
+                 N:int,      # number of particles
+                 name:str,   # name of the function that returned `v`, used in the error message
+                 t:int=None, # step of the algorithm, for the message (None: no step)
+                ) -> np.ndarray:
+    "Log densities or log potentials as a float array of shape (N,), refusing NaN and +inf (`t`: the step, for the message)."
+    v = np.asarray(v, dtype=float)
+    at = "" if t is None else f" at step t={t}"
+    if v.shape != (N,):
+        raise ValueError(f"{name} must return one value per particle, shape ({N},){at}, got {v.shape}")
+    if np.isnan(v).any() or (v == np.inf).any():
+        raise ValueError(f"{name} returned NaN or +inf for {int((np.isnan(v) | (v == np.inf)).sum())} of {N} particles{at}")
+    return v
+
+def check_particles(x,         # particles returned by a user's function, first axis N
+                    N:int,     # number of particles
+                    where:str, # name of the function that returned `x`, used in the error message
+                    t:int,     # step of the algorithm, for the message
+                   ) -> np.ndarray:
+    "Particles `x` as an array whose first axis has length N, raising ValueError naming `where` and step `t` otherwise."
+    x = np.asarray(x)
+    if x.ndim == 0 or x.shape[0] != N:
+        raise ValueError(f"{where} must return particles with first axis N={N} at step t={t}, got shape {x.shape}")
+    return x
+
+def prior_particles(prior_sample, # draws from the prior: (rng, N) -> (N, d), or (N,) for d = 1
+                    N:int,        # number of particles
+                    rng=None,     # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                   ) -> np.ndarray:
+    "N particles (N, d) from `prior_sample(rng, N)`, checked; an error inside it says the argument order it is called with."
+    rng = as_rng(rng)
+    try:
+        x = prior_sample(rng, N)
+    except (TypeError, AttributeError, ValueError) as err:
+        # written as prior_sample(N, rng), it receives the Generator as N and the int as rng: "'int' object has no
+        # attribute 'normal'" or "'Generator' object cannot be interpreted as an integer", from inside the user's code
+        raise (ValueError if isinstance(err, ValueError) else TypeError)(
+            f"prior_sample raised {type(err).__name__} ({err}). It is called as prior_sample(rng, N): a numpy Generator "
+            f"first, the number of particles N = {N} second; if yours is written prior_sample(N, rng), swap its "
+            "arguments (e.g. lambda rng, N: rng.normal(size=(N, d)))") from err
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1: x = x[:, None]
+    if x.ndim != 2 or x.shape[0] != N:
+        raise ValueError(f"prior_sample(rng, N) must return an array of shape (N, d) = ({N}, d), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("prior_sample returned non-finite values")
+    return x
+
+def check_sampler_args(log_prior,    # log prior density of a batch of particles (N, d) -> (N,)
+                       log_lik,      # log likelihood of a batch of particles (N, d) -> (N,)
+                       prior_sample, # draws from the prior: (rng, N) -> (N, d)
+                       n_mcmc,       # Metropolis steps per move, an integer >= 0
+                       scale,        # proposal scale: None or a positive number
+                      ):
+    "Check the arguments the tempered samplers (AIS, tempered SMC, IBIS) share, raising ValueError naming the bad one."
+    for name, f in (("log_prior", log_prior), ("log_lik", log_lik), ("prior_sample", prior_sample)):
+        if not callable(f): raise ValueError(f"{name} must be callable, got {f!r}")
+    check_count("n_mcmc", n_mcmc, 0)
+    if scale is not None:
+        check_positive("scale", check_shape("scale", scale, ()))
+
+def check_layer_sizes(sizes, # layer widths (n_0, ..., n_L), input first and output last
+                     ) -> tuple:
+    "Layer widths as a tuple of at least two ints >= 1, raising ValueError naming `sizes` otherwise."
+    try:
+        sizes = tuple(int(s) for s in sizes)
+    except TypeError:
+        raise ValueError(f"sizes must be a sequence of layer widths, got {sizes!r}")
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"sizes must list an input and an output width (all >= 1), got {sizes}")
+    return sizes
+
+def check_hidden(hidden, # hidden-layer widths: an int (one layer) or a sequence of ints; () for none
+                ) -> tuple:
+    "Hidden-layer widths as a tuple of ints >= 1 (an int is one layer; () is none)."
+    try:
+        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
+    except (TypeError, ValueError):
+        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
+    if any(h < 1 for h in hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
+    return hidden
+
+def check_inputs(X,            # inputs (n, d), or (n,) for one column
+                 d:int=None,   # required number of columns (None: any)
+                 name:str="X", # argument name used in the error message
+                ) -> np.ndarray:
+    "Inputs as a finite float array (n, d) with n >= 1 (a 1-d array is one column), raising ValueError naming `name`."
+    X = check_finite(name, np.asarray(X, dtype=float))
+    if X.ndim == 1: X = X[:, None]
+    if X.ndim != 2 or X.shape[0] < 1: raise ValueError(f"{name} must have shape (n, d), got {X.shape}")
+    if d is not None and X.shape[1] != d: raise ValueError(f"{name} must have {d} columns, got {X.shape[1]}")
+    return X
+
+def check_regression_data(X, # inputs (n, d), or (n,) for one column
+                          y, # regression targets, shape (n,)
+                         ) -> tuple:
+    "Inputs X (n, d) and targets y (n,) as finite float arrays (`check_inputs`), raising ValueError unless their lengths agree."
+    X = check_inputs(X)
+    y = check_finite("y", np.asarray(y, dtype=float))
+    if y.shape != (X.shape[0],): raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+    return X, y
+
+def labels_pm1(y,     # binary labels, all in {0, 1} or all in {-1, +1}
+               n:int, # number of labels expected
+              ) -> np.ndarray:
+    "Labels in {0, 1} or {-1, +1} as a float array of -1/+1, raising ValueError naming `y` otherwise."
+    y = check_finite("y", y)
+    check_shape("y", y, (n,))
+    vals = set(np.unique(y).tolist())
+    if vals <= {0.0, 1.0}:
+        return 2.0 * y - 1.0
+    if vals <= {-1.0, 1.0}:
+        return y.copy()
+    raise ValueError(f"y must hold labels in {{0, 1}} or {{-1, +1}}, got values {sorted(vals)[:5]}")
+
+def check_proposal(proposal, # a scipy.stats frozen distribution, or an object with rvs(size=..., random_state=...) and logpdf(x)
+                  ):
+    "Raise ValueError naming `proposal` unless it has callable `rvs` and `logpdf` methods, as a scipy.stats frozen distribution has."
+    if not (callable(getattr(proposal, "rvs", None)) and callable(getattr(proposal, "logpdf", None))):
+        raise ValueError("proposal must be a scipy.stats frozen distribution or an object with "
+                         "rvs(size=..., random_state=...) and logpdf(x)")
+
 # %% ../nbs/00a_utils.ipynb #0e901a80
 def shares_parameters(source,   # the function whose parameters (names, defaults, docments) are shared
                       names,    # the shared parameter names, in the order the signature lists them
@@ -195,16 +320,21 @@ def shares_parameters(source,   # the function whose parameters (names, defaults
     return decorate
 
 # %% ../nbs/00a_utils.ipynb #adadd930
+import ast
+import threading
+import warnings
+
+
 def _header_tokens(lines, start):
     """Tokens of the `def` header that starts at index `start` of `lines` (decorators included), up to the end of the
-    line of its closing ':' (a comment there documents the last parameter)."""
+    line of its closing ':' (a comment there documents the last parameter), and that line (1 = `lines[start]`)."""
     it = iter(lines[start:])
     out, depth, seen_def, closed = [], 0, False, False
     try:
         for tok in tokenize.generate_tokens(lambda: next(it, "")):
+            if closed and (tok.type in (tokenize.NEWLINE, tokenize.NL) or tok.start[0] > closed):
+                return out, closed
             out.append(tok)
-            if closed and tok.type in (tokenize.NEWLINE, tokenize.NL) or closed and tok.start[0] > closed:
-                return out
             if tok.type == tokenize.NAME and tok.string == "def":
                 seen_def = True
             elif tok.type == tokenize.OP and seen_def:
@@ -216,51 +346,59 @@ def _header_tokens(lines, start):
                     closed = tok.start[0]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
-    return None
+    return (out, closed) if closed else (None, 0)
+
+
+def _parse_header(src):
+    "The `FunctionDef` of the header `src` (a `def` and its decorators, perhaps indented), and its line offset."
+    indent = len(src) - len(src.lstrip())
+    text, shift = ("if 1:\n" + src, 1) if indent else (src, 0)   # an indented method header parses inside a block
+    for body in ("\n" + " " * (indent + 4) + "pass\n", "\n"):     # a one-line `def` carries its own body
+        try:
+            tree = ast.parse(text.rstrip("\n") + body)
+        except SyntaxError:
+            continue
+        node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        return node, shift
+    return None, 0
 
 
 def _own_docments(fn):
     """The comment of each parameter of `fn`'s own `def` (and 'return'), by fastcore.docments' rule: the comment on
-    the line of the parameter's name, else the comment lines stacked right above it. Only the `def`'s header is
-    read (from the lines the interpreter keeps), so importing the package stays fast."""
-    code = getattr(inspect.unwrap(fn), "__code__", None)
-    if code is None:
+    the line of the parameter's name (found by `ast`, as fastcore does), else the comment lines stacked right above
+    it. Only the `def`'s header is read, from the lines the interpreter keeps (`linecache`, refreshed if the file
+    changed, as `inspect.getsource` does), so importing the package stays fast. A lambda has none."""
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_name == "<lambda>":
         return {}
-    toks = _header_tokens(linecache.getlines(code.co_filename), code.co_firstlineno - 1)
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename)
+    toks, closed = _header_tokens(lines, code.co_firstlineno - 1)
     if not toks:
         return {}
-    line0 = code.co_firstlineno - 1           # token line 1 is file line co_firstlineno
-    comments = {t.start[0] + line0: t.string[1:].strip() for t in toks if t.type == tokenize.COMMENT}
-    at, depth, expect, after_def, ret_next = {}, 0, False, False, False
-    for t in toks:
-        if t.type == tokenize.NAME and t.string == "def":
-            after_def = True
-        if not after_def or t.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
-            continue
-        if ret_next:                          # the first token of the return annotation
-            at[t.start[0] + line0], ret_next = "return", False
-        if t.type == tokenize.OP and t.string in "([{":
-            depth += 1
-            expect = depth == 1
-        elif t.type == tokenize.OP and t.string in ")]}":
-            depth -= 1
-        elif t.type == tokenize.OP and t.string == "," and depth == 1:
-            expect = True
-        elif t.type == tokenize.OP and t.string == "->" and depth == 0:
-            ret_next = True
-        elif t.type == tokenize.NAME and expect and depth == 1:
-            at[t.start[0] + line0], expect = t.string, False
+    names = [b.string for a, b in zip(toks, toks[1:]) if a.type == tokenize.NAME and a.string == "def"]
+    if names[:1] != [code.co_name]:               # the lines there are not this function's (source edited since?)
+        return {}
+    node, shift = _parse_header("".join(lines[code.co_firstlineno - 1:code.co_firstlineno - 1 + closed]))
+    if node is None or node.name != code.co_name:
+        return {}
+    a = node.args
+    at = {p.lineno - shift: p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p}
+    if node.returns is not None:
+        at[node.returns.lineno - shift] = "return"
+    comments = {t.start[0]: t.string[1:] for t in toks if t.type == tokenize.COMMENT}
     docs = {}
     for line, name in at.items():
         if line in comments:
-            docs[name] = comments[line]
+            docs[name] = comments[line].strip()
             continue
         above, k = [], line - 1
-        while k >= code.co_firstlineno and k in comments and k not in at:
+        while k > 0 and k in comments and k not in at:
             above.append(comments[k])
             k -= 1
         if above:
-            docs[name] = "\n".join(reversed(above))
+            docs[name] = textwrap.dedent("\n".join(reversed(above)))
     return docs
 
 
@@ -269,7 +407,7 @@ def docments_of(fn, # a function, method or class
     """The docments of `fn`: for each parameter (and 'return') the comment written after it in the source, as
     `fastcore.docments` reads them (one of nbdev's dependencies, not the package's). A wrapper from
     `shares_parameters` adds the shared parameters' comments from its source (`__delwrap__`); a class gives its
-    `__init__`'s."""
+    `__init__`'s (its own or the nearest base class's)."""
     if inspect.isclass(fn):
         fn = fn.__init__
     docs = {}
@@ -280,31 +418,45 @@ def docments_of(fn, # a function, method or class
     return docs
 
 
+_QUOTED = re.compile(r"""(['"])([\w.]+)\1""")
+
 def _annotation(a):
-    if a is inspect.Parameter.empty:
+    "An annotation as text, as the source spells it: `'NormalGamma'` and `ForwardRef('float')` become the name."
+    if a is inspect.Parameter.empty or a is inspect.Signature.empty:
         return ""
-    return a if isinstance(a, str) else inspect.formatannotation(a)
+    a = getattr(a, "__forward_arg__", a)
+    s = a if isinstance(a, str) else inspect.formatannotation(a)
+    s = re.sub(r"ForwardRef\((['\"])(.*?)\1(?:, module=[^)]*)?\)", r"\2", s)
+    return s if "Literal[" in s else _QUOTED.sub(r"\2", s)
 
 
 def _short_repr(v, width=60):
-    r = repr(v)
+    "A default as one short line: a function or class by its name, whitespace collapsed, long ones cut."
+    if inspect.isroutine(v) or inspect.isclass(v):
+        r = getattr(v, "__qualname__", None) or getattr(v, "__name__", None) or type(v).__name__
+    else:
+        try:
+            r = " ".join(repr(v).split())
+        except Exception:                     # a repr that fails must not stop the import
+            r = f"<{type(v).__name__}>"
     return r if len(r) <= width else r[:width - 3] + "..."
 
 
-def parameter_section(fn,          # the function or method to document
-                      docs=None,   # its docments (name -> comment); None reads them with `docments_of`
+def parameter_section(fn,           # the function or method to document
+                      docs=None,    # its docments (name -> comment); None reads them with `docments_of`
+                      method=False, # `fn` is a method (not a staticmethod): its first parameter (self, cls) is bound, not listed
                      ) -> str:
     """The numpydoc 'Parameters' (and 'Returns') section of `fn` made from its signature and docments: each
-    parameter with its annotation, its default and its comment, as `help()`, Jupyter's `?` and IDEs show them."""
+    parameter with its annotation, its default and its comment, as `help()`, Jupyter's `?` and Shift-Tab show them.
+    A `-> None` function has no Returns; a return comment without an annotation is written without a type line."""
     docs = docments_of(fn) if docs is None else docs
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return ""
+    params = list(sig.parameters.values())[1 if method else 0:]
     out = []
-    for p in sig.parameters.values():
-        if p.name in ("self", "cls"):
-            continue
+    for p in params:
         star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
         head, typ = star + p.name, _annotation(p.annotation)
         if typ or p.default is not p.empty:
@@ -312,33 +464,52 @@ def parameter_section(fn,          # the function or method to document
         out += [head] + ["    " + line for line in (docs.get(p.name) or "").splitlines()]
     text = "Parameters\n----------\n" + "\n".join(out) if out else ""
     ret, rdoc = _annotation(sig.return_annotation), docs.get("return")
+    if ret == "None" and not rdoc:
+        ret = ""
     if ret or rdoc:
-        text += ("\n\n" if text else "") + "Returns\n-------\n" + (ret or "result") + "".join(
-            "\n    " + line for line in (rdoc or "").splitlines())
+        lines = [ret] + ["    " + line for line in (rdoc or "").splitlines()] if ret else (rdoc or "").splitlines()
+        text += ("\n\n" if text else "") + "Returns\n-------\n" + "\n".join(lines)
     return text
 
 
-def _field_section(cls):
-    """The numpydoc 'Attributes' section of a NamedTuple or dataclass from the comments after its fields (read from
-    the lines of its `class` statement at the top level of its module)."""
+def _field_comments(cls):
+    """The comment after each annotated field of `cls`'s own body (name -> comment), read from the lines of its
+    `class` statement at the top level of its module."""
     mod = sys.modules.get(cls.__module__)
-    lines = linecache.getlines(getattr(mod, "__file__", None) or "")
+    filename = getattr(mod, "__file__", None) or ""
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename)
     head = re.compile(rf"class\s+{re.escape(cls.__name__)}\b")
     start = next((i for i, l in enumerate(lines) if head.match(l)), None)
     if start is None:
-        return ""
-    fields, out = getattr(cls, "__annotations__", {}), []
+        return {}
+    docs = {}
     for line in lines[start + 1:]:
         if line.strip() and not line[0].isspace() and not line.lstrip().startswith("#"):
             break                             # the class body has ended
         m = re.match(r"\s+(\w+)\s*:", line)
-        if m and m.group(1) in fields:
+        if m and m.group(1) in vars(cls).get("__annotations__", {}):
             try:
-                doc = next((t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(line).readline)
-                            if t.type == tokenize.COMMENT), "")
+                docs[m.group(1)] = next((t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(line).readline)
+                                         if t.type == tokenize.COMMENT), "")
             except (tokenize.TokenError, IndentationError):
-                doc = ""
-            out += [f"{m.group(1)} : {_annotation(fields[m.group(1)])}"] + ["    " + l for l in doc.splitlines()]
+                docs[m.group(1)] = ""
+    return docs
+
+
+def _field_section(cls):
+    """The numpydoc 'Attributes' section of a NamedTuple (its `_fields`) or dataclass (`dataclasses.fields`: inherited
+    fields included, ClassVars not) from the comments after the fields, each read in the class that declares it."""
+    names = list(cls._fields) if hasattr(cls, "_fields") else [f.name for f in dataclasses.fields(cls)]
+    out, comments = [], {}
+    for name in names:
+        owner = next((k for k in cls.__mro__ if name in vars(k).get("__annotations__", {})), None)
+        if owner is None:
+            continue
+        if owner not in comments:
+            comments[owner] = _field_comments(owner)
+        doc = comments[owner].get(name, "")
+        out += [f"{name} : {_annotation(vars(owner)['__annotations__'][name])}"] + ["    " + l for l in doc.splitlines()]
     return "Attributes\n----------\n" + "\n".join(out) if out else ""
 
 
@@ -360,12 +531,18 @@ def _with_section(doc, section):
     return (inspect.cleandoc(doc) + "\n\n" if doc else "") + section
 
 
+def _init_of(cls):
+    "The nearest `__init__` written in Python along `cls`'s MRO (its own or inherited), or None."
+    return next((vars(k)["__init__"] for k in cls.__mro__ if inspect.isfunction(vars(k).get("__init__"))), None)
+
+
 def add_parameter_docs(module, # a module of the package, after it is executed
                       ) -> int:
     """Append a numpydoc 'Parameters' section, made from the docments, to the docstring of every function, class and
     public method in `module.__all__` (and an 'Attributes' section to every NamedTuple and dataclass), so that
-    `help()`, `?` and IDEs show what show_doc's tables show. An override without its own comment for a parameter
-    takes the comment of the method it overrides. Idempotent; returns the number of docstrings changed."""
+    `help()`, `?` and Shift-Tab show what show_doc's tables show. A class documents its `__init__`, its own or the
+    nearest base class's. An override without its own comment for a parameter takes the comment of the method it
+    overrides. Idempotent; returns the number of docstrings changed."""
     n = 0
     def patch(f, section):
         nonlocal n
@@ -381,14 +558,14 @@ def add_parameter_docs(module, # a module of the package, after it is executed
         elif inspect.isclass(obj):
             if (issubclass(obj, tuple) and hasattr(obj, "_fields")) or dataclasses.is_dataclass(obj):
                 patch(obj, _field_section(obj))
-            elif "__init__" in vars(obj) and inspect.isfunction(vars(obj)["__init__"]):
-                patch(obj, parameter_section(obj.__init__, _inherited_docments(obj, "__init__")))
+            elif _init_of(obj) is not None:
+                patch(obj, parameter_section(_init_of(obj), _inherited_docments(obj, "__init__"), method=True))
             for k, v in vars(obj).items():
                 f = v.__func__ if isinstance(v, (classmethod, staticmethod)) else v
                 if not k.startswith("_") and inspect.isfunction(f):
                     if f.__doc__ is None:          # help() would show the base's; keep that, with this signature
                         f.__doc__ = _inherited_summary(obj, k)
-                    patch(f, parameter_section(f, _inherited_docments(obj, k)))
+                    patch(f, parameter_section(f, _inherited_docments(obj, k), method=not isinstance(v, staticmethod)))
     return n
 
 
@@ -403,24 +580,46 @@ def _inherited_docments(cls, name):
                 docs.setdefault(k, v)
     return docs
 
+
+def _add_parameter_docs_safely(module):
+    "`add_parameter_docs`, turning any error into a warning: a docstring must never make an import fail."
+    try:
+        return add_parameter_docs(module)
+    except Exception as e:
+        warnings.warn(f"no Parameters sections for {module.__name__}: {type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
+        return 0
+
+
 class _DocsLoader:
-    "The usual loader of a module of the package, adding the Parameters sections once the module has run."
+    "The loader another finder chose for a module of the package, adding the Parameters sections once it has run."
     def __init__(self, loader): self._loader = loader
     def __getattr__(self, name): return getattr(self._loader, name)
     def create_module(self, spec): return self._loader.create_module(spec)
     def exec_module(self, module):
         self._loader.exec_module(module)
-        add_parameter_docs(module)
+        _add_parameter_docs_safely(module)
 
 
 class _DocsFinder(importlib.abc.MetaPathFinder):
-    "Finds `package.<module>` as Python does and hands it to `_DocsLoader`."
+    """Finds `package.<module>` by asking the finders after itself in `sys.meta_path` (so pytest's assertion
+    rewriting, typeguard or beartype still see the module) and wraps the loader of the spec they return."""
+    _active = threading.local()
     def __init__(self, package): self.package = package
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith(self.package + ".") or fullname.count(".") != 1:
             return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is not None and spec.loader is not None and spec.submodule_search_locations is None:
+        busy = self._active.__dict__.setdefault("names", set())
+        if fullname in busy:                  # a later finder that asks sys.meta_path again
+            return None
+        busy.add(fullname)
+        try:
+            after = sys.meta_path[sys.meta_path.index(self) + 1:] if self in sys.meta_path else sys.meta_path
+            spec = next((s for f in after if type(f).__name__ != "_DocsFinder" and hasattr(f, "find_spec")
+                         and (s := f.find_spec(fullname, path, target)) is not None), None)
+        finally:
+            busy.discard(fullname)
+        if spec is not None and spec.loader is not None and spec.submodule_search_locations is None \
+                and not isinstance(spec.loader, _DocsLoader):
             spec.loader = _DocsLoader(spec.loader)
         return spec
 
@@ -428,13 +627,14 @@ class _DocsFinder(importlib.abc.MetaPathFinder):
 def install_parameter_docs(package:str, # the package whose modules get Parameters sections ("bayesnotes")
                           ) -> None:
     """Make every module of `package` pass through `add_parameter_docs` when it is imported (the package's
-    `__init__` calls this once), including the modules imported already. Calling it again changes nothing."""
-    if not any(isinstance(f, _DocsFinder) and f.package == package for f in sys.meta_path):
-        sys.meta_path.insert(0, _DocsFinder(package))
+    `__init__` calls this once), including the modules imported already. Calling it again, even after
+    `importlib.reload` of this module, leaves one finder (the newest) in `sys.meta_path` and changes no docstring."""
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not (type(f).__name__ == "_DocsFinder" and getattr(f, "package", None) == package)]
+    sys.meta_path.insert(0, _DocsFinder(package))
     for name, mod in list(sys.modules.items()):
         if name.startswith(package + ".") and name.count(".") == 1 and mod is not None:
-            add_parameter_docs(mod)
-
+            _add_parameter_docs_safely(mod)
 
 # %% ../nbs/00a_utils.ipynb #dadd4b0d
 class _TextProgress:

@@ -15,12 +15,12 @@ import autograd.numpy as anp
 from autograd import value_and_grad as _ad_value_and_grad
 from autograd.misc import flatten
 
-from .utils import as_rng, cache_seeded, check_count, check_finite, check_positive, check_probability
+from .utils import as_rng, cache_seeded, check_count, check_finite, check_hidden, check_positive, check_probability
 from .core import Adam
 from .plotting import COLORS, new_figure, regenerate_figures
 from .datasets import load_digits01
 from .utils import track
-from .bnn import mlp_init, mlp_apply, _check_hidden
+from .bnn import mlp_init, mlp_apply
 from .utils import blas_threads
 
 # %% auto #0
@@ -96,7 +96,7 @@ class VAE:
                  activation="relu",  # hidden nonlinearity
                 ):
         latent_dim = check_count("latent_dim", latent_dim)
-        self.hidden = _check_hidden(hidden)
+        self.hidden = check_hidden(hidden)
         self.latent_dim, self.activation = int(latent_dim), activation
         self.params, self.data_dim, self.history, self._adam = None, None, {}, None
 

@@ -21,30 +21,28 @@ from autograd.tracer import isbox
 
 from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, track
 from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam, ConvergenceWarning)
-from .targets import Target, as_target, correlated_gaussian, logistic_regression
+from .targets import Target, as_target, as_target_for, correlated_gaussian, logistic_regression
 from .datasets import load_old_faithful, load_breast_cancer, ising_test_image
 from .plotting import COLORS, new_figure, regenerate_figures
 
 # %% auto #0
-__all__ = ['GaussianFamily', 'MeanFieldGaussian', 'FullRankGaussian', 'Estimate', 'elbo', 'fig_elbo_gap',
-           'fig_forward_reverse_kl', 'VBNormalGamma', 'normal_gamma_posterior', 'vb_normal_gamma',
-           'fig_normal_gamma_vb', 'fig_normal_gamma_step', 'Regression1dExact', 'regression_1d_example',
-           'vb_regression_1d', 'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d',
-           'IsingResult', 'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm', 'fig_vbem_faithful',
-           'GradEstimate', 'score_function_grad', 'reparam_grad', 'fig_gradient_variance', 'fig_stl_variance',
-           'to_constrained', 'to_unconstrained', 'unconstrain', 'VIResult', 'advi', 'normal_gamma_log_joint',
-           'fig_advi', 'svi', 'fig_svi', 'iwae_bound', 'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace',
-           'logistic_predictive', 'logistic_example', 'GridPosterior', 'grid_posterior', 'fig_logistic_posterior',
-           'fig_logistic_predictive']
+__all__ = ['logp_values', 'batch_logp', 'check_points', 'GaussianFamily', 'MeanFieldGaussian', 'FullRankGaussian', 'Estimate',
+           'check_family', 'elbo', 'fig_elbo_gap', 'fig_forward_reverse_kl', 'VBNormalGamma', 'normal_gamma_posterior',
+           'normal_gamma_elbo', 'vb_normal_gamma', 'normal_gamma_example', 'fig_normal_gamma_vb',
+           'fig_normal_gamma_step', 'Regression1dExact', 'regression_1d_example', 'vb_regression_1d',
+           'regression_1d_log_posterior_gamma', 'regression_1d_exact', 'fig_vb_regression_1d', 'IsingResult',
+           'cavi_ising', 'fig_ising_denoising', 'VBGMMResult', 'cavi_gmm_mstep', 'cavi_gmm_estep', 'cavi_gmm_elbo',
+           'cavi_gmm', 'fig_vbem_faithful', 'GradEstimate', 'score_function_grad', 'path_terms', 'reparam_grad',
+           'fig_gradient_variance', 'fig_stl_variance', 'to_constrained', 'to_unconstrained', 'unconstrain', 'VIResult',
+           'make_family', 'sgd_loop', 'advi', 'normal_gamma_log_joint', 'fig_advi', 'svi', 'fig_svi', 'iwae_bound',
+           'fig_iwae', 'fig_advi_iwae', 'LaplaceResult', 'laplace', 'logistic_predictive', 'logistic_example',
+           'GridPosterior', 'grid_posterior', 'fig_logistic_posterior', 'fig_logistic_predictive']
 
 # %% ../nbs/01_vi.ipynb #87f5e49b
-def _target(logp, dim, name="logp", other="the variational family"):
-    "`targets.as_target`, with the dimension mismatch named against the variational family."
-    if isinstance(logp, Target) and logp.dim != dim:
-        raise ValueError(f"{name} has dimension {logp.dim}, but {other} has dimension {dim}")
-    return as_target(logp, dim, name=name)
-
-def _logp_values(t, Z, name="logp"):
+def logp_values(t,               # a `Target`
+                Z,               # points (n, dim)
+                name:str="logp", # argument name used in the error message
+               ) -> np.ndarray:
     "Log densities of Target `t` at the rows of Z, raising ValueError if any is not finite."
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a bad value raises below, named
         if t.batched:
@@ -57,7 +55,8 @@ def _logp_values(t, Z, name="logp"):
                          f"(first at z={np.round(Z[np.argmax(bad)], 4)}); check its support and parameters")
     return v
 
-def _batch_logp(t):
+def batch_logp(t, # a `Target` with `value_and_grad_batch`
+              ) -> Callable:
     "Autograd-differentiable map Z (n, dim) -> (n,) log densities of Target `t` (values and gradients in one pass)."
     cache = {}
     @primitive
@@ -79,8 +78,10 @@ def _check_params(params, n):
     p = check_finite("params", params)
     return check_shape("params", p, (n,))
 
-def _check_points(z, d):
-    "Points of shape (..., d) for log_prob/score."
+def check_points(z,      # points (..., d), or an autograd box (passed through)
+                 d:int, # dimension of the family
+                ):
+    "Points of shape (..., d) for a family's log_prob/score, raising ValueError naming `z` otherwise."
     if isbox(z):
         return z
     z = check_finite("z", z)
@@ -151,7 +152,7 @@ class MeanFieldGaussian(GaussianFamily):
                  z,     # points, shape (n, dim)
                 ):
         "Log density at z of shape (..., d)."
-        u = (_check_points(z, self.dim) - self.mean) / self.scale
+        u = (check_points(z, self.dim) - self.mean) / self.scale
         return -0.5 * anp.sum(u**2, axis=-1) - anp.sum(self.log_scale) - 0.5 * self.dim * np.log(2 * np.pi)
 
     def entropy(self): return 0.5 * self.dim * (1 + np.log(2 * np.pi)) + anp.sum(self.log_scale)
@@ -160,7 +161,7 @@ class MeanFieldGaussian(GaussianFamily):
               z,     # points, shape (n, dim)
              ):
         "Per-draw score rows d log q(z_s) / d params, shape (n, 2d), for z of shape (n, d)."
-        z = np.atleast_2d(_check_points(z, self.dim))
+        z = np.atleast_2d(check_points(z, self.dim))
         u = (z - self.mean) / self.scale
         return np.concatenate([u / self.scale, u**2 - 1], axis=1)
 
@@ -228,7 +229,7 @@ class FullRankGaussian(GaussianFamily):
                  z,     # points, shape (n, dim)
                 ):
         "Log density at z of shape (..., d)."
-        z = _check_points(z, self.dim)
+        z = check_points(z, self.dim)
         d = self.dim
         diff = anp.reshape(z - self.mean, (-1, d))
         u = _asolve_tri(self.chol, anp.transpose(diff), lower=True)
@@ -247,7 +248,7 @@ class FullRankGaussian(GaussianFamily):
               z,     # points, shape (n, dim)
              ):
         "Per-draw score rows d log q(z_s) / d params, shape (n, n_params), for z of shape (n, d)."
-        z = np.atleast_2d(_check_points(z, self.dim))
+        z = np.atleast_2d(check_points(z, self.dim))
         L = np.asarray(self.chol, float)
         u = linalg.solve_triangular(L, (z - self.mean).T, lower=True)           # (d, n) = eps
         v = linalg.solve_triangular(L, u, lower=True, trans="T")                # L^{-T} u
@@ -280,7 +281,9 @@ class Estimate(NamedTuple):
     value: float   # the estimate
     stderr: float  # its Monte Carlo standard error
 
-def _check_family(q):
+def check_family(q, # a variational family instance
+                ):
+    "`q` unchanged if it has what a variational family needs (dim, params, sample, log_prob, with_params), else ValueError."
     if not all(hasattr(q, a) for a in ("dim", "params", "sample", "log_prob", "with_params")):
         raise ValueError(f"q must be a variational family such as MeanFieldGaussian or FullRankGaussian, got {q!r}")
     return q
@@ -291,10 +294,10 @@ def elbo(logp,                 # log joint density: an autograd-differentiable f
          rng=None,             # random generator or seed (SPEC 7)
         ) -> Estimate:
     "Monte Carlo estimate of the ELBO E_q[log p(x, z) - log q(z)] and its standard error."
-    q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
+    q = check_family(q)
+    t, n, rng = as_target_for(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
     Z = q.sample(n, rng=rng)
-    ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
+    ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return Estimate(float(ell.mean()), float(ell.std(ddof=1) / np.sqrt(n)))
 
 # %% ../nbs/01_vi.ipynb #378716f7
@@ -391,7 +394,10 @@ class VBNormalGamma(NamedTuple):
     elbo: np.ndarray     # ELBO after every half-step (initial, then q(mu) and q(tau) updates alternately)
     history: np.ndarray  # (2 n_iter + 1, 4) values of (mu_N, lambda_N, a_N, b_N) after every half-step
 
-    def logpdf(self, mu, tau):
+    def logpdf(self,
+               mu,  # value(s) of mu
+               tau, # value(s) of tau, the precision (> 0 for a finite density)
+              ):
         "log q(mu) + log q(tau), broadcasting over arrays (-inf for tau <= 0)."
         return _gauss_gamma_logpdf(mu, tau, self.mu_N, self.lambda_N, self.a_N, self.b_N)
 
@@ -404,7 +410,16 @@ def normal_gamma_posterior(x,         # observations, shape (N,)
     "Exact Normal-Gamma posterior of (mu, tau), the reference for `vb_normal_gamma` (wraps core's `normal_gamma_update`)."
     return normal_gamma_update(x, mu0, kappa0, a0, b0)
 
-def _ng_elbo(x, mu0, kappa0, a0, b0, m, k, a, b):
+def normal_gamma_elbo(x,      # observations (N,)
+                      mu0,    # prior mean of mu
+                      kappa0, # prior precision scale of mu
+                      a0,     # prior Gamma shape of tau
+                      b0,     # prior Gamma rate of tau
+                      m,      # mean of q(mu)
+                      k,      # precision of q(mu)
+                      a,      # Gamma shape of q(tau)
+                      b,      # Gamma rate of q(tau)
+                     ) -> float:
     "Full mean-field ELBO (all constants kept) of the Normal-Gamma model at q = N(m, 1/k) Ga(a, b)."
     N = x.size
     Et, Elt = a / b, special.digamma(a) - np.log(b)
@@ -443,11 +458,14 @@ def vb_normal_gamma(x,          # observations, shape (N,)
         state = np.array([m, k, a0 + 0.5 * (N + 1), bN])                                           # q(tau)
         hist.append(state.copy())
     hist = np.array(hist)
-    trace = np.array([_ng_elbo(x, mu0, kappa0, a0, b0, *h) for h in hist])
+    trace = np.array([normal_gamma_elbo(x, mu0, kappa0, a0, b0, *h) for h in hist])
     return VBNormalGamma(*map(float, state), elbo=trace, history=hist)
 
 # %% ../nbs/01_vi.ipynb #b0345692
-def _ng_example(N=10, seed=3):
+def normal_gamma_example(N:int=10, # number of observations
+                         seed=3,   # random seed of the data
+                        ) -> tuple:
+    "The Normal-Gamma example of the chapter: N draws from N(0.5, 1) and the prior, as (x, prior dict)."
     x = as_rng(seed).normal(0.5, 1.0, size=N)
     prior = dict(mu0=0., kappa0=1., a0=1., b0=1.)
     return x, prior
@@ -465,7 +483,7 @@ def fig_normal_gamma_vb(init=(-0.8, 20.0, 20.0, 10.0), # starting (mu_N, lambda_
                         n_iter:int=6,               # CAVI sweeps
                        ):
     "Mean-field VB (red) versus the exact Normal-Gamma posterior (green) at four stages, and the ELBO trace."
-    x, prior = _ng_example()
+    x, prior = normal_gamma_example()
     vb = vb_normal_gamma(x, **prior, n_iter=n_iter, init=init)
     post = normal_gamma_posterior(x, **prior)
     mu, tau = np.linspace(-1.5, 2.0, 160), np.linspace(0.01, 3.0, 160)
@@ -486,7 +504,7 @@ def fig_normal_gamma_vb(init=(-0.8, 20.0, 20.0, 10.0), # starting (mu_N, lambda_
 def fig_normal_gamma_step(step:int=3, # half-step of CAVI to show (0 = initial guess)
                          ):
     "One CAVI half-step of the Normal-Gamma example (callback of the interactive slider)."
-    x, prior = _ng_example()
+    x, prior = normal_gamma_example()
     vb = vb_normal_gamma(x, **prior, n_iter=6, init=(-0.8, 20.0, 20.0, 10.0))
     step = int(np.clip(step, 0, len(vb.history) - 1))
     fig, (a0, a1) = new_figure(1, 2, width=9, height=3.4)
@@ -770,7 +788,15 @@ def _ln_wishart_B(W, nu):
             - (0.5 * nu * D * np.log(2) + 0.25 * D * (D - 1) * np.log(np.pi)
                + np.sum(special.gammaln(0.5 * (nu[..., None] + 1 - np.arange(1, D + 1))), axis=-1)))
 
-def _gmm_mstep(X, r, alpha0, beta0, m0, W0inv, nu0):
+def cavi_gmm_mstep(X,      # data (N, D)
+                   r,      # responsibilities (N, K)
+                   alpha0, # Dirichlet prior concentration
+                   beta0,  # prior precision scale of the means
+                   m0,     # prior mean of the means (D,)
+                   W0inv,  # inverse of the Wishart prior scale matrix (D, D)
+                   nu0,    # Wishart prior degrees of freedom
+                  ) -> dict:
+    "The VB M-step of the Gaussian mixture (Bishop sec. 10.2.1): q(pi, mu, Lambda) from responsibilities r, as a dict of its parameters and statistics."
     Nk = r.sum(0)
     Ns = np.maximum(Nk, 1e-12)
     xbar = (r.T @ X) / Ns[:, None]
@@ -789,7 +815,10 @@ def _gmm_expectations(p, D):
                + D * np.log(2) + np.linalg.slogdet(p["W"])[1])
     return Elogpi, ElogLam
 
-def _gmm_estep(X, p):
+def cavi_gmm_estep(X, # data (N, D)
+                   p, # parameters of q(pi, mu, Lambda), as `cavi_gmm_mstep` returns them
+                  ) -> np.ndarray:
+    "The VB E-step of the Gaussian mixture (Bishop sec. 10.2.1): responsibilities (N, K) under q(pi, mu, Lambda) = p."
     D = X.shape[1]
     Elogpi, ElogLam = _gmm_expectations(p, D)
     diff = X[:, None, :] - p["m"][None, :, :]                                 # (N, K, D)
@@ -797,7 +826,15 @@ def _gmm_estep(X, p):
     logrho = Elogpi + 0.5 * ElogLam - 0.5 * D * np.log(2 * np.pi) - 0.5 * quad
     return np.exp(logrho - special.logsumexp(logrho, axis=1, keepdims=True))
 
-def _gmm_elbo(r, p, alpha0, beta0, m0, W0, W0inv, nu0):
+def cavi_gmm_elbo(r,      # responsibilities (N, K)
+                  p,      # parameters of q(pi, mu, Lambda), `cavi_gmm_mstep` of r
+                  alpha0, # Dirichlet prior concentration
+                  beta0,  # prior precision scale of the means
+                  m0,     # prior mean of the means (D,)
+                  W0,     # Wishart prior scale matrix (D, D)
+                  W0inv,  # its inverse
+                  nu0,    # Wishart prior degrees of freedom
+                 ) -> float:
     "Bishop eqs. 10.70-10.77: the VBEM bound at responsibilities r and q(theta) = M-step(r)."
     K, D = p["m"].shape
     Nk, xbar, S, alpha, beta, nu, m, W = (p[k] for k in ("Nk", "xbar", "S", "alpha", "beta", "nu", "m", "W"))
@@ -855,9 +892,9 @@ def cavi_gmm(X,                  # data, shape (N, D)
     W0inv = np.linalg.inv(W0)
     trace, converged = [], False
     for _ in range(n_iter):
-        p = _gmm_mstep(X, r, alpha0, beta0, m0, W0inv, nu0)
-        trace.append(_gmm_elbo(r, p, alpha0, beta0, m0, W0, W0inv, nu0))
-        r = _gmm_estep(X, p)                          # the returned resp are optimal for the returned q(theta)
+        p = cavi_gmm_mstep(X, r, alpha0, beta0, m0, W0inv, nu0)
+        trace.append(cavi_gmm_elbo(r, p, alpha0, beta0, m0, W0, W0inv, nu0))
+        r = cavi_gmm_estep(X, p)                          # the returned resp are optimal for the returned q(theta)
         if len(trace) > 1 and trace[-1] - trace[-2] < tol * abs(trace[-1]):
             converged = True
             break
@@ -944,14 +981,18 @@ def score_function_grad(logp,               # log joint: autograd function of z 
                         baseline:bool=True, # subtract the cross-fitted optimal constant c_i
                        ) -> GradEstimate:
     "Score-function (REINFORCE) estimate of the ELBO gradient, optionally with a baseline control variate."
-    q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 4 if baseline else 2), as_rng(rng)
+    q = check_family(q)
+    t, n, rng = as_target_for(logp, q.dim), check_count("n_mc", n_mc, 4 if baseline else 2), as_rng(rng)
     Z = q.sample(n, rng=rng)
-    ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
+    ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     terms = _score_terms(q.score(Z), ell, baseline)
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
-def _path_terms(t, q, eps, stl=False):
+def path_terms(t,             # a `Target` with `value_and_grad_batch`
+               q,             # variational family instance with a `transform` of standard normal draws
+               eps,           # standard normal draws (n, dim)
+               stl:bool=False, # sticking the landing: drop the score term of log q
+              ) -> tuple:
     "Per-draw pathwise gradient rows (closed-form entropy, or sticking the landing if stl), log densities at the draws."
     Z = np.asarray(q.transform(eps), float)
     lp, Gz = t.value_and_grad_batch(Z)
@@ -970,9 +1011,9 @@ def reparam_grad(logp,              # log joint: autograd function of z (dim,) o
                  stl:bool=False,    # sticking the landing: drop the score term instead of using the closed-form entropy
                 ) -> GradEstimate:
     "Reparameterisation (pathwise) estimate of the ELBO gradient: closed-form entropy, or sticking the landing."
-    q = _check_family(q)
-    t, n, rng = _target(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
-    terms, _ = _path_terms(t, q, rng.standard_normal((n, q.dim)), bool(stl))
+    q = check_family(q)
+    t, n, rng = as_target_for(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
+    terms, _ = path_terms(t, q, rng.standard_normal((n, q.dim)), bool(stl))
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
 # %% ../nbs/01_vi.ipynb #02c1b73a
@@ -988,11 +1029,11 @@ def fig_gradient_variance(n_rep:int=500, # independent repetitions per point
     var = {k: [] for k in names}
     for S in Ss:      # n_rep independent estimates at once: draw n_rep * S points, group them by repetition
         Z = q.sample(n_rep * S, rng=rng)
-        ell = (_logp_values(t, Z) - q.log_prob(Z)).reshape(n_rep, S)
+        ell = (logp_values(t, Z) - q.log_prob(Z)).reshape(n_rep, S)
         G = q.score(Z).reshape(n_rep, S, -1)
         for k, b in zip(names[:2], (False, True)):
             var[k].append(np.mean(np.var(_score_terms(G, ell, b).mean(1), axis=0)))
-        terms, _ = _path_terms(t, q, rng.standard_normal((n_rep * S, 1)))
+        terms, _ = path_terms(t, q, rng.standard_normal((n_rep * S, 1)))
         var[names[2]].append(np.mean(np.var(terms.reshape(n_rep, S, -1).mean(1), axis=0)))
     fig, ax = new_figure(width=6, height=3.8)
     for c, k in zip(COLORS, names):
@@ -1028,7 +1069,7 @@ def fig_stl_variance(n_mc:int=2000, # draws of the base noise per point (shared 
               mN + sN * offset, sN + 0 * offset, fine_o, _stl_path_variances(mN + sN * fine_o, sN, mN, vN))]
     fig, axes = new_figure(1, 2, width=11, height=4)
     for ax, (title, xlabel, x, ms, ss, xf, (plain, stl)) in zip(axes, paths):
-        mc = np.array([[_path_terms(t, MeanFieldGaussian(1, np.r_[m, np.log(s)]), eps, k)[0].var(0, ddof=1)
+        mc = np.array([[path_terms(t, MeanFieldGaussian(1, np.r_[m, np.log(s)]), eps, k)[0].var(0, ddof=1)
                         for k in (False, True)] for m, s in zip(ms, ss)])            # (point, estimator, component)
         for j, (est, exact) in enumerate((("plain", plain), ("STL", stl))):
             for c, (comp, ls, mk) in enumerate(((r"$\partial/\partial m$", "-", "o"), (r"$\partial/\partial\log s$", "--", "s"))):
@@ -1113,10 +1154,10 @@ def unconstrain(logp,    # log density on the constrained space: autograd functi
     if isinstance(logp, Target):
         t = logp
     else:
-        t = _target(logp, check_count("dim", dim if dim is not None else len(bounds)))
+        t = as_target_for(logp, check_count("dim", dim if dim is not None else len(bounds)))
     kinds = _bound_kinds(bounds, t.dim)
     if t.batched:
-        f = _batch_logp(t)
+        f = batch_logp(t)
         def logdensity(z):
             th, logj = _constrain_cols(z, kinds)
             if anp.ndim(th) == 1:
@@ -1145,14 +1186,17 @@ class VIResult(NamedTuple):
     converged: bool = False    # True if a stopping rule fired before `n_iter` steps
     rel_change: np.ndarray = np.zeros(0)  # relative ELBO changes of the `tol_rel_obj` rule, one per check
 
-def _make_family(family, dim):
+def make_family(family, # "meanfield", "fullrank", or a family instance
+                dim:int, # dimension of z
+               ):
+    "A variational family of dimension `dim`: a new one named by `family`, or the instance `family` checked."
     if isinstance(family, str):
         if family in ("meanfield", "mean-field", "diag"):
             return MeanFieldGaussian(dim)
         if family in ("fullrank", "full-rank", "full"):
             return FullRankGaussian(dim)
         raise ValueError(f"family must be 'meanfield', 'fullrank' or a family instance, got {family!r}")
-    q = _check_family(family)
+    q = check_family(family)
     if q.dim != dim:
         raise ValueError(f"family has dimension {q.dim}, expected dim={dim}")
     return q
@@ -1177,8 +1221,22 @@ def _lr_schedule(lr, decay, t0=100.0):
         raise ValueError(f"decay must lie in [0, 1], got {decay!r}")
     return lambda t: lr / (1 + t / t0) ** decay
 
-def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0, callback=None,
-              decay=0.0, tol_rel_obj=None, eval_elbo=100, n_window=None, elbo_fn=None):
+def sgd_loop(step_fn:Callable,   # step_fn(q, t) -> (gradient of the ELBO in q's parameters, ELBO estimate)
+             q,                  # variational family instance: the starting point
+             n_iter:int,         # maximum number of Adam steps
+             lr,                 # base Adam step size (decayed, see `decay`), or a function lr(step) used as given
+             patience:int,       # stop when the moving-average ELBO has not improved for this many steps (None: off)
+             window:int,         # moving-average window for `patience`
+             show:bool,          # show a progress bar
+             desc:str,           # label of the progress bar
+             average:float=0.0,  # return the mean of the last `average` fraction of the iterates (Polyak-Ruppert); 0: last iterate
+             callback:Callable=None, # called as callback(step, q) after every step
+             decay:float=0.0,    # a numeric lr decays as lr / (1 + t/100)^decay; 0 keeps it constant
+             tol_rel_obj:float=None, # stop when the mean or median relative ELBO change is below this; None: off
+             eval_elbo:int=100,  # steps between the ELBO evaluations of the `tol_rel_obj` rule
+             n_window:int=None,  # relative changes averaged by the rule; default max(2, 0.1 n_iter / eval_elbo)
+             elbo_fn:Callable=None, # elbo_fn(q) -> ELBO estimate, for the `tol_rel_obj` rule
+            ) -> VIResult:
     """Shared Adam ascent loop: step_fn(q, t) -> (gradient, ELBO estimate).
 
     Optional: step-size decay, Polyak-Ruppert averaging of the last `average` fraction of the iterates, the
@@ -1226,7 +1284,7 @@ def _sgd_loop(step_fn, q, n_iter, lr, patience, window, show, desc, average=0.0,
 def _score_step(t, q, n, rng):
     "One BBVI step: baselined score-function gradient and the ELBO estimate, both from the same n draws."
     Z = q.sample(n, rng=rng)
-    ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
+    ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return _score_terms(q.score(Z), ell, True).mean(0), float(ell.mean())
 
 def advi(logp,                   # log joint on R^dim: autograd function of z (dim,) or a `Target` (use `unconstrain` for bounds)
@@ -1254,12 +1312,12 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
             raise ValueError("dim is required when logp is a plain function")
         dim = logp.dim
     dim = check_count("dim", dim)
-    t, q = _target(logp, dim).taped(), _make_family(family, dim)   # one recorded autograd graph for the run
+    t, q = as_target_for(logp, dim).taped(), make_family(family, dim)   # one recorded autograd graph for the run
     n, rng = check_count("n_mc", n_mc, 4 if gradient == "score" else 1), as_rng(rng)
     if gradient in ("reparam", "stl"):
         stl = gradient == "stl"
         def step(qc, it):
-            terms, lp = _path_terms(t, qc, rng.standard_normal((n, dim)), stl)
+            terms, lp = path_terms(t, qc, rng.standard_normal((n, dim)), stl)
             return terms.mean(0), float(lp.mean() + qc.entropy())
     elif gradient == "score":
         step = lambda qc, it: _score_step(t, qc, n, rng)
@@ -1268,8 +1326,8 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
     eps_check = rng.standard_normal((check_count("n_mc_elbo", n_mc_elbo, 2), dim)) if tol_rel_obj is not None else None
     def elbo_fn(qc):              # ELBO for the stopping rule: the same base draws at every check (common random numbers)
         Z = np.asarray(qc.transform(eps_check), float)
-        return float(np.mean(_logp_values(t, Z) - np.asarray(qc.log_prob(Z), float)))
-    return _sgd_loop(step, q, n_iter, lr, patience, window, progress, "advi", average, callback,
+        return float(np.mean(logp_values(t, Z) - np.asarray(qc.log_prob(Z), float)))
+    return sgd_loop(step, q, n_iter, lr, patience, window, progress, "advi", average, callback,
                      decay, tol_rel_obj, eval_elbo, n_window, elbo_fn)
 
 @cache_seeded(maxsize=2)
@@ -1299,7 +1357,7 @@ def normal_gamma_log_joint(x,          # observations, shape (N,)
 @cache_seeded(maxsize=4)
 def _ng_advi_fit(rng=1):
     "Mean-field ADVI (defaults) on the unconstrained Normal-Gamma example: (target on (mu, log tau), fit, log evidence)."
-    x, prior = _ng_example()
+    x, prior = normal_gamma_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
     res = advi(tz, family="meanfield", rng=rng)
     return tz, res, normal_gamma_log_evidence(x, **prior)
@@ -1318,7 +1376,7 @@ def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the correlated-Gaus
         ax.plot([], [], color=c, label=f"{f} ADVI ($2\\sigma$)")
     ax.set(aspect="equal", xlim=(-4, 4), ylim=(-5, 5), title="correlated Gaussian target", xlabel="$z_1$", ylabel="$z_2$")
     ax.legend(frameon=False, fontsize=8, loc="upper left")
-    x, prior = _ng_example()
+    x, prior = normal_gamma_example()
     tz, res, _ = _ng_advi_fit(1)
     ax = axes[1]
     mu, tau = np.linspace(-1.5, 2.0, 160), np.linspace(0.01, 1.5, 160)
@@ -1374,7 +1432,7 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
     M = check_count("batch_size", batch_size, 1)
     if M > N:
         raise ValueError(f"batch_size must be at most n_data={N}, got {M}")
-    q, S, rng = _make_family(family, dim), check_count("n_mc", n_mc, 1), as_rng(rng)
+    q, S, rng = make_family(family, dim), check_count("n_mc", n_mc, 1), as_rng(rng)
     scale = N / M
     def step(qc, it):
         idx = rng.choice(N, M, replace=False)
@@ -1395,7 +1453,7 @@ def svi(log_prior,             # z (S, dim) -> (S,) log prior density, written w
         if not np.all(np.isfinite(v)):
             raise ValueError("log_prior or log_lik is not finite at the stopping rule's draws from q")
         return float(np.mean(v))
-    res = _sgd_loop(step, q, n_iter, lr, patience, window, progress, "svi", average, callback,
+    res = sgd_loop(step, q, n_iter, lr, patience, window, progress, "svi", average, callback,
                     decay, tol_rel_obj, eval_elbo, n_window, elbo_fn)
     if not res.converged and (patience is not None or tol_rel_obj is not None):    # a requested rule did not fire
         rule = f"tol_rel_obj={tol_rel_obj:g}" if tol_rel_obj is not None else f"patience={patience}"
@@ -1477,10 +1535,10 @@ def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a 
                rng=None,        # random generator or seed (SPEC 7)
               ) -> Estimate:
     "Importance-weighted (IWAE) lower bound E[log mean_k w_k] on log p(x), with its standard error."
-    q = _check_family(q)
-    t, K, n, rng = _target(logp, q.dim), check_count("K", K, 1), check_count("n", n, 2), as_rng(rng)
+    q = check_family(q)
+    t, K, n, rng = as_target_for(logp, q.dim), check_count("K", K, 1), check_count("n", n, 2), as_rng(rng)
     Z = q.sample(n * K, rng=rng)
-    logw = (_logp_values(t, Z) - np.asarray(q.log_prob(Z), float)).reshape(n, K)
+    logw = (logp_values(t, Z) - np.asarray(q.log_prob(Z), float)).reshape(n, K)
     L = special.logsumexp(logw, axis=1) - np.log(K)
     return Estimate(float(L.mean()), float(L.std(ddof=1) / np.sqrt(n)))
 
@@ -1512,7 +1570,7 @@ def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
                  ):
     "ADVI trace for a given learning rate and draws per step, and the IWAE bound for K, on the Normal-Gamma model."
     rng = as_rng(rng)
-    x, prior = _ng_example()
+    x, prior = normal_gamma_example()
     tz = unconstrain(normal_gamma_log_joint(x, **prior), [(None, None), (0, None)])
     logZ = normal_gamma_log_evidence(x, **prior)
     res = advi(tz, family="meanfield", n_iter=n_iter, lr=lr, n_mc=n_mc, rng=rng,
@@ -1554,7 +1612,7 @@ def laplace(logp,       # log density (up to a constant): autograd function of x
     x0 = check_finite("x0", x0)
     if x0.ndim != 1:
         raise ValueError(f"x0 must be 1-d, got shape {x0.shape}")
-    t = _target(logp, x0.size, other="x0")
+    t = as_target_for(logp, x0.size, other="x0")
     t.check_point(x0, "x0")
     g = (lambda x: np.asarray(grad(x), float)) if grad is not None else t.grad
     if hess is not None:

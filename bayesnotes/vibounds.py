@@ -12,14 +12,14 @@ from scipy import integrate, special, stats
 
 from .utils import as_rng, check_count, check_finite, check_positive, check_shape, cache_seeded, spawn_rng
 from .core import ConvergenceWarning, log_mean_exp, mvn_logpdf
-from .targets import Target
+from .targets import Target, as_target_for
 from .plotting import COLORS, new_figure
-from .vi import (Estimate, FullRankGaussian, MeanFieldGaussian, advi, elbo, iwae_bound, _check_family, _logp_values, _make_family,
-                           _path_terms, _sgd_loop, _target)
+from .vi import (Estimate, FullRankGaussian, MeanFieldGaussian, advi, elbo, iwae_bound, check_family, logp_values, make_family,
+                           path_terms, sgd_loop)
 
 # %% auto #0
-__all__ = ['MixturePosterior', 'mixture_prior_model', 'cubo', 'eubo', 'ExactBounds', 'bounds_quadrature', 'ChiVIResult', 'chivi',
-           'fig_chivi', 'fig_bounds']
+__all__ = ['MixturePosterior', 'mixture_prior_model', 'cubo', 'eubo', 'ExactBounds', 'frullani_iwae', 'bounds_quadrature',
+           'ChiVIResult', 'chivi', 'fig_chivi', 'fig_bounds']
 
 # %% ../nbs/01c_vi_bounds.ipynb #b1-model
 class MixturePosterior(NamedTuple):
@@ -111,10 +111,10 @@ def cubo(logp,            # log joint: autograd function of z (dim,) or a `Targe
          rng=None,        # random generator or seed (SPEC 7)
         ) -> Estimate:
     "Monte Carlo chi upper bound CUBO_n = log E_q[(p(x, z) / q(z))^n] / n (biased low at finite n_mc), log-sum-exp stable."
-    q = _check_family(q)
-    t, n, S, rng = _target(logp, q.dim), _check_order(n), check_count("n_mc", n_mc, 2), as_rng(rng)
+    q = check_family(q)
+    t, n, S, rng = as_target_for(logp, q.dim), _check_order(n), check_count("n_mc", n_mc, 2), as_rng(rng)
     Z = q.sample(S, rng=rng)
-    value, se = log_mean_exp(n * (_logp_values(t, Z) - np.asarray(q.log_prob(Z), float)))
+    value, se = log_mean_exp(n * (logp_values(t, Z) - np.asarray(q.log_prob(Z), float)))
     return Estimate(float(value / n), float(se / n))
 
 def eubo(logp,   # log joint: autograd function of z (dim,) or a `Target`
@@ -122,11 +122,11 @@ def eubo(logp,   # log joint: autograd function of z (dim,) or a `Target`
          draws,  # draws from the exact posterior p(z | x), shape (S, dim)
         ) -> Estimate:
     "Monte Carlo evidence upper bound EUBO = E_p[log p(x, z) - log q(z)] = log p(x) + KL(p || q) from posterior draws."
-    q = _check_family(q)
-    t = _target(logp, q.dim)
+    q = check_family(q)
+    t = as_target_for(logp, q.dim)
     Z = check_shape("draws", check_finite("draws", draws), (None, q.dim))
     check_count("len(draws)", len(Z), 2)
-    ell = _logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
+    ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return Estimate(float(ell.mean()), float(ell.std(ddof=1) / np.sqrt(len(Z))))
 
 # %% ../nbs/01c_vi_bounds.ipynb #b1-quadrature
@@ -144,7 +144,11 @@ def _e1_log(lx):
     with np.errstate(over="ignore"):
         return np.where(lx < -40, -np.euler_gamma - lx, special.exp1(np.exp(np.maximum(lx, -40.0))))
 
-def _frullani_iwae(ell, logq_w, K, tol=1e-12):
+def frullani_iwae(ell,             # log weights minus log p(x) at the quadrature nodes
+                  logq_w,          # log quadrature weights of the nodes (q's mass, unnormalised)
+                  K:int,           # number of importance samples
+                  tol:float=1e-12, # bound on the omitted parts of the integral
+                 ) -> float:
     """IWAE_K - log p(x) from log weights minus log p(x) (ell) at quadrature nodes with log weights logq_w (q's mass):
     E log mean_K w = int_R [exp(-e^u) - phi(e^u / K)^K] du, phi(t) = E_q exp(-t w). `quad` in u on [lo, U]: below lo the
     integrand is below tol; the tail beyond U = 5 is a sum of exponential integrals for K <= 2, and for K > 2 U is doubled
@@ -177,9 +181,10 @@ def _frullani_iwae(ell, logq_w, K, tol=1e-12):
     tail = _e1_log(U) - {1: tail1, 2: tail2}.get(K, lambda U: 0.0)(U)  # int_U^inf exp(-e^u) du = E1(e^U)
     return integrate.quad(lambda u: float(f(u)[0]), lo, U, limit=2000, epsabs=1e-11, epsrel=1e-10)[0] + float(tail)
 
+
 def _gaussian_1d(q):
     "Mean and standard deviation of a 1-d Gaussian family member."
-    q = _check_family(q)
+    q = check_family(q)
     if q.dim != 1:
         raise ValueError(f"q must be one-dimensional for quadrature, got dim={q.dim}")
     return float(np.asarray(q.mean, float)[0]), float(np.sqrt(np.asarray(q.cov, float)[0, 0]))
@@ -193,14 +198,14 @@ def bounds_quadrature(logp,           # log joint of a 1-d z: autograd function 
                      ) -> ExactBounds:
     "ELBO, IWAE_K, log p(x), CUBO_n and EUBO of a Gaussian q for a 1-d target, by adaptive quadrature (`scipy.integrate.quad`)."
     m, s = _gaussian_1d(q)
-    t, n = _target(logp, 1), _check_order(n)
+    t, n = as_target_for(logp, 1), _check_order(n)
     lim = check_shape("lim", check_finite("lim", lim), (2,))
     Ks = np.atleast_1d(K)
     Ks = [check_count("K", k) for k in Ks]
     if not (lim[0] < m - 10 * s and m + 10 * s < lim[1]):
         raise ValueError(f"lim={lim.tolist()} must contain q's mean +- 10 sd, [{m - 10 * s:.3g}, {m + 10 * s:.3g}]")
     lq = lambda z: -0.5 * ((z - m) / s)**2 - np.log(s) - 0.5 * np.log(2 * np.pi)
-    lp = lambda z: _logp_values(t, np.reshape(z, (-1, 1)))
+    lp = lambda z: logp_values(t, np.reshape(z, (-1, 1)))
     lp1 = lambda z: float(t.fn(np.array([z], float)))
     grid = np.linspace(*lim, 4001)
     lpg, lqg = lp(grid), lq(grid)
@@ -228,7 +233,7 @@ def bounds_quadrature(logp,           # log joint of a 1-d z: autograd function 
     rule_gap = np.exp(lw - special.logsumexp(lw)) @ ln - (elbo_ - logZ)   # the rule's ELBO against adaptive quadrature
     if Ks and abs(rule_gap) > 1e-7 * max(1.0, abs(elbo_ - logZ)):
         warnings.warn(f"the IWAE rule under q is off by {rule_gap:.1e} nats on the ELBO: increase n_nodes", RuntimeWarning)
-    iw = np.array([logZ + _frullani_iwae(ln, lw, k) for k in Ks])
+    iw = np.array([logZ + frullani_iwae(ln, lw, k) for k in Ks])
     return ExactBounds(float(logZ), float(elbo_), iw, float(cubo_), float(eubo_))
 
 # %% ../nbs/01c_vi_bounds.ipynb #b1-chivi
@@ -249,7 +254,7 @@ def _cubo_step(t, q, eps, n, max_gap=300.0):
     mean of w^n grad log w is divided by the other half's mean of w^n, so its mean is a positive multiple of grad CUBO_n.
     Each half is normalised by its own largest n log w, so neither half's mean can underflow; halves whose log mean w^n
     differ by more than `max_gap` nats mean that q does not overlap the target: a ValueError says so."""
-    G, lp = _path_terms(t, q, eps)                                   # rows: d log w(T(eps)) / d params
+    G, lp = path_terms(t, q, eps)                                   # rows: d log w(T(eps)) / d params
     a = n * (lp - np.asarray(q.log_prob(np.asarray(q.transform(eps), float)), float))
     h = len(a) // 2
     halves = [(a[:h], G[:h]), (a[h:], G[h:])]
@@ -311,7 +316,7 @@ def chivi(logp,                 # log joint on R^dim: autograd function of z (di
     default from a widened ELBO fit; warns (`ConvergenceWarning`) when the fitted q's CUBO estimate falls below an ELBO estimate."""
     if dim is None and not isinstance(logp, Target):
         raise ValueError("dim is required when logp is a plain function")
-    t = _target(logp, logp.dim if dim is None else check_count("dim", dim))
+    t = as_target_for(logp, logp.dim if dim is None else check_count("dim", dim))
     n, S, rng = _check_order(n), check_count("n_mc", n_mc, 4), as_rng(rng)
     n_check = check_count("n_check", n_check, 0)
     if n_check == 1:
@@ -324,12 +329,12 @@ def chivi(logp,                 # log joint on R^dim: autograd function of z (di
         fit = advi(t, family=family, rng=rng).q
         tu, q, back = _affine_start(t, fit, spread)
     else:
-        tu, q, back = t, _make_family(family, t.dim), (lambda qu: qu)
-    def step(qc, it):                                                # _sgd_loop ascends: hand it -CUBO
+        tu, q, back = t, make_family(family, t.dim), (lambda qu: qu)
+    def step(qc, it):                                                # sgd_loop ascends: hand it -CUBO
         g, val = _cubo_step(tu, qc, rng.standard_normal((S, t.dim)), n)
         return -g, -val
     cb = None if callback is None else (lambda it, qu: callback(it, back(qu)))
-    res = _sgd_loop(step, q, n_iter, lr, None, 20, progress, "chivi", average, cb, decay)
+    res = sgd_loop(step, q, n_iter, lr, None, 20, progress, "chivi", average, cb, decay)
     qf = back(res.q)
     if n_check == 0:
         return ChiVIResult(qf, -res.elbo)

@@ -14,7 +14,7 @@ from scipy.cluster.vq import kmeans2
 from .utils import as_rng, shares_parameters, spawn_rng, check_count, check_finite, check_positive, check_probability, check_shape, track
 from .core import ConvergenceWarning, NormalGamma, normal_gamma_update, normal_gamma_log_evidence
 from .plotting import new_figure, COLORS
-from .vi import VBGMMResult, cavi_gmm, vb_normal_gamma, _gmm_elbo, _gmm_estep, _gmm_mstep, _ng_elbo
+from .vi import VBGMMResult, cavi_gmm, vb_normal_gamma, cavi_gmm_elbo, cavi_gmm_estep, cavi_gmm_mstep, normal_gamma_elbo
 
 # %% auto #0
 __all__ = ['VMPNormalGamma', 'vmp_normal_gamma', 'vmp_structured_normal_gamma', 'VarianceRatio', 'meanfield_variance_ratio',
@@ -79,7 +79,7 @@ def vmp_normal_gamma(x,         # observations, shape (N,)
         a, b = _gamma_params(eta_tau)
         hist.append((m, lam, a, b))
     hist = np.array(hist)
-    trace = np.array([_ng_elbo(x, mu0, kappa0, a0, b0, *h) for h in hist])
+    trace = np.array([normal_gamma_elbo(x, mu0, kappa0, a0, b0, *h) for h in hist])
     return VMPNormalGamma(eta_mu, eta_tau, trace, hist)
 
 # %% ../nbs/01d_vi_conjugate.ipynb #d5f3000b
@@ -122,8 +122,8 @@ def meanfield_variance_ratio(x,              # observations, shape (N,) (a0 + N/
 # %% ../nbs/01d_vi_conjugate.ipynb #ab28013c
 def _vmp_example():
     "The Normal-Gamma example of the VI chapter (`vi.fig_normal_gamma_vb`): N = 10 draws from N(0.5, 1), unit prior."
-    from bayesnotes.vi import _ng_example
-    return _ng_example()
+    from bayesnotes.vi import normal_gamma_example
+    return normal_gamma_example()
 
 def fig_vmp_normal_gamma(n_iter:int=6, # VMP sweeps
                         ):
@@ -431,10 +431,10 @@ def gmm_elbo(X,         # data, shape (N, D)
     return _gmm_elbo_at(X, p, pr)
 
 def _gmm_elbo_at(X, p, pr):
-    "`vi._gmm_elbo` at q(theta) = p with its optimal responsibilities (the statistics Nk, xbar, S are theirs)."
-    r = _gmm_estep(X, p)
-    stats = _gmm_mstep(X, r, **pr)
-    return _gmm_elbo(r, {**stats, **p}, pr["alpha0"], pr["beta0"], pr["m0"], np.linalg.inv(pr["W0inv"]), pr["W0inv"], pr["nu0"])
+    "`vi.cavi_gmm_elbo` at q(theta) = p with its optimal responsibilities (the statistics Nk, xbar, S are theirs)."
+    r = cavi_gmm_estep(X, p)
+    stats = cavi_gmm_mstep(X, r, **pr)
+    return cavi_gmm_elbo(r, {**stats, **p}, pr["alpha0"], pr["beta0"], pr["m0"], np.linalg.inv(pr["W0inv"]), pr["W0inv"], pr["nu0"])
 
 class SVIGMMResult(NamedTuple):
     "Variational posterior of a Bayesian GMM fitted by stochastic (natural-gradient) variational inference."
@@ -492,14 +492,14 @@ def svi_gmm(X,                  # data, shape (N, D)
     trace, steps = [ev()], [0]
     for t in track(range(1, n_iter + 1), progress, desc="SVI"):
         idx = rng.choice(N, B, replace=False)
-        r = _gmm_estep(X[idx], p) * (N / B)                # responsibilities of the batch, each standing for N/B points
-        target = _gmm_natural(_gmm_mstep(X[idx], r, **pr)) # the CAVI update as if the whole data set looked like the batch
+        r = cavi_gmm_estep(X[idx], p) * (N / B)                # responsibilities of the batch, each standing for N/B points
+        target = _gmm_natural(cavi_gmm_mstep(X[idx], r, **pr)) # the CAVI update as if the whole data set looked like the batch
         eta = {k: (1 - rhos[t - 1]) * eta[k] + rhos[t - 1] * target[k] for k in eta}
         p = _gmm_from_natural(eta)
         if (eval_every and t % eval_every == 0) or t == n_iter:
             if steps[-1] != t:
                 trace.append(ev()); steps.append(t)
-    r = _gmm_estep(X, p)
+    r = cavi_gmm_estep(X, p)
     cov = np.linalg.inv(p["nu"][:, None, None] * p["W"])
     q = VBGMMResult(r, p["alpha"], p["alpha"] / p["alpha"].sum(), p["m"], cov, p["beta"], p["nu"], p["W"], np.array(trace))
     return SVIGMMResult(q, np.array(trace), np.array(steps), rhos)

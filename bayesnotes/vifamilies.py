@@ -18,10 +18,10 @@ from autograd.tracer import isbox
 
 from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd
 from .core import kl_gauss
-from .targets import Target, banana, gaussian_target
+from .targets import Target, as_target_for, banana, gaussian_target
 from .plotting import COLORS, new_figure
 from .vi import (GaussianFamily, MeanFieldGaussian, FullRankGaussian, VIResult, advi,
-                           _batch_logp, _check_points, _sgd_loop, _target)
+                           batch_logp, check_points, sgd_loop)
 
 # %% auto #0
 __all__ = ['LowRankGaussian', 'KLOptimum', 'gaussian_kl_optimum', 'regression_example', 'fig_lowrank_vs_rank', 'PlanarFlow',
@@ -156,7 +156,7 @@ class LowRankGaussian(GaussianFamily):
                  z,     # points, shape (..., dim)
                 ):
         "Log density at z of shape (..., d), through the rank-one-update LDL^T factorisation of Sigma (eq. 4a): O(d r) per point."
-        z = _check_points(z, self.dim)
+        z = check_points(z, self.dim)
         ups, D = self._ldl()
         y = anp.reshape(z - self.mean, (-1, self.dim))
         for u in ups:                                            # y = F^-1 (z - m), F = F~_1 ... F~_r
@@ -182,7 +182,7 @@ class LowRankGaussian(GaussianFamily):
               z,     # points, shape (n, dim)
              ):
         "Per-draw score rows d log q(z_s) / d params, shape (n, n_params) (autograd, one row per draw)."
-        z = np.atleast_2d(_check_points(z, self.dim))
+        z = np.atleast_2d(check_points(z, self.dim))
         return autograd.jacobian(lambda p: self.with_params(p).log_prob(z))(np.asarray(self.params, float))
 
     def path_grad(self,
@@ -469,7 +469,7 @@ class _Flow:
                 z,  # points, shape (n, dim)
                ):
         "Base point eps with forward(eps) = z, and log|det dz/deps| there: shapes (n, dim) and (n,)."
-        x = np.atleast_2d(_check_points(z, self.dim)).astype(float)
+        x = np.atleast_2d(check_points(z, self.dim)).astype(float)
         p = np.asarray(self.params, float)
         layers, ld = self._prepare(p[2 * self.dim:]), np.zeros(len(x))
         for k in reversed(range(self.n_layers)):
@@ -631,8 +631,8 @@ def fit_flow(logp,                # log joint: autograd function of z (dim,) or 
     "Fit a normalising flow by Adam on the reparameterised ELBO E[log p(f(eps)) - log N(eps) + log|det J_f(eps)|]."
     if not isinstance(q, _Flow):
         raise ValueError(f"q must be a PlanarFlow or CouplingFlow, got {q!r}")
-    t, n, rng = _target(logp, q.dim, other="the flow").taped(), check_count("n_mc", n_mc, 1), as_rng(rng)
-    f = _batch_logp(t)
+    t, n, rng = as_target_for(logp, q.dim, other="the flow").taped(), check_count("n_mc", n_mc, 1), as_rng(rng)
+    f = batch_logp(t)
     def objective(params, eps):
         z, ld = q.with_params(params).forward(eps)
         return anp.mean(f(z) + ld - _std_normal_logpdf(eps))
@@ -640,7 +640,7 @@ def fit_flow(logp,                # log joint: autograd function of z (dim,) or 
     def step(qc, it):
         val, g = vg(qc.params, rng.standard_normal((n, q.dim)))
         return g, float(val)
-    return _sgd_loop(step, q, n_iter, lr, None, 20, progress, "flow", average, callback, decay)
+    return sgd_loop(step, q, n_iter, lr, None, 20, progress, "flow", average, callback, decay)
 
 # %% ../nbs/01b_vi_families.ipynb #830c0392
 def flow_banana() -> Target:
@@ -675,7 +675,7 @@ def grid_density(q,                    # a 2-d family with `log_prob` (flow or G
     "Evaluate log q and log p on an n x n grid (midpoints of the cells), for quadrature of q's mass and KL(q || p)."
     if getattr(q, "dim", None) != 2:
         raise ValueError(f"q must be a 2-d family, got {q!r}")
-    t, n = _target(logp, 2), check_count("n", n, 2)
+    t, n = as_target_for(logp, 2), check_count("n", n, 2)
     (x0, x1), (y0, y1) = (check_shape(name, check_finite(name, v), (2,)) for name, v in (("xlim", xlim), ("ylim", ylim)))
     if not (x0 < x1 and y0 < y1):
         raise ValueError(f"xlim and ylim must be increasing pairs, got {xlim!r}, {ylim!r}")

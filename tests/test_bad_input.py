@@ -1,8 +1,9 @@
 """Bad input as a new user meets it (issue 32): each case calls a public entry point the way a researcher with a model
 of their own gets it wrong, and checks the exception type and that the message names the argument (or the fix).
 A case that only warns (a documented warning, the value still returned) is in `WARN`. Every case fails before any long
-computation, so the file runs in a few seconds. No outcome is random: the `rng=0` of the table is never drawn from
-(every call fails first), and the tests that draw (`seed` fixture) hold for any draws, as each says why."""
+computation, so the file runs in a few seconds. No outcome is random: the `rng=0` of the table is a fixed seed (most
+calls fail before drawing; the state-space cases draw a few values from it first, the same ones every run), and the
+tests that draw (`seed` fixture) hold for any draws, as each says why."""
 import re
 import warnings
 
@@ -18,7 +19,8 @@ from bayesnotes.diagnostics import (ChainShapeWarning, autocorr, e_bfmi, ess_bul
 from bayesnotes.mcmc import SamplerWarning, sample
 from bayesnotes.mhvariants import independence_mh, metropolis_within_gibbs, mixture_mh
 from bayesnotes.vi import advi, laplace
-from bayesnotes.smc import (LinearGaussianSSM, bootstrap_filter, ibis, resample, smc, systematic, tempered_smc)
+from bayesnotes.smc import (LinearGaussianSSM, StateSpaceModel, bootstrap_filter, ibis, resample, smc, systematic,
+                            tempered_smc)
 from bayesnotes.smcsamplers import smc_abc, waste_free_smc
 from bayesnotes.ais import ais
 from bayesnotes.montecarlo import importance_sample, mc_estimate
@@ -62,6 +64,23 @@ USE_ANP = r"autograd.numpy.*import autograd.numpy as anp"
 WRONG_DIM = r"shape \(2,\) \(dim=2\).*shapes \(3,3\) and \(2,\) not aligned.*`dim`"
 SWAPPED = r"prior_sample\(rng, N\).*swap"
 SSM = LinearGaussianSSM(A=[[0.9]], C=[[1.0]], Q=[[0.5]], R=[[1.0]], m0=[0.0], P0=[[1.0]])
+
+class TwoD(StateSpaceModel):
+    "A 2-d state written without setting the class attribute dim_x (it stays 1)."
+    def sample_initial(self, rng, N): return rng.standard_normal((N, 2))
+    def sample_transition(self, rng, t, xp): return xp + rng.standard_normal(xp.shape)
+    def sample_obs(self, rng, t, x): return x[:, :1] + rng.standard_normal((len(x), 1))
+
+class Col(StateSpaceModel):
+    "log_obs returns a column (N, 1) instead of one value per particle (N,)."
+    def sample_initial(self, rng, N): return rng.standard_normal((N, 1))
+    def sample_transition(self, rng, t, xp): return xp + rng.standard_normal(xp.shape)
+    def log_obs(self, t, x, yt): return -0.5 * (yt - x) ** 2
+
+X20 = np.random.default_rng(0).standard_normal((20, 3))
+def one_point_only(b):
+    "A density of one point (3,) (X20 @ b), declared batched=True: a batch (n, 3) fails in numpy's dot."
+    return -0.5 * anp.sum(anp.dot(X20, b) ** 2)
 
 # (call, exception type, regex the message must match: the argument's name and, for the issue's cases, the fix)
 BAD = [
@@ -119,6 +138,8 @@ BAD = [
     (lambda: Target("not a function", 2), ValueError, r"logdensity must be callable"),
     (lambda: Target(good, 0), ValueError, r"dim must be an integer >= 1"),
     (lambda: Target(good, 2, mean=[0.0, 0.0, 0.0]), ValueError, r"mean must have shape \(2,\)"),
+    (lambda: Target(one_point_only, 3, batched=True).value_and_grad_batch(np.zeros((4, 3))), ValueError,
+     r"works on one point.*drop batched=True"),
     (lambda: as_target(good), ValueError, r"dim is required"),
     (lambda: as_target(3.0, 2), ValueError, r"target must be a Target or a callable"),
     (lambda: gaussian_target(cov=[[1.0, 2.0], [2.0, 1.0]]), ValueError, r"cov must be positive definite"),
@@ -164,6 +185,9 @@ BAD = [
     (lambda: bootstrap_filter(SSM, np.zeros(5), N=0, rng=0), ValueError, r"N must be an integer >= 1"),
     (lambda: bootstrap_filter(SSM, np.zeros(5), N=10, ess_threshold=2.0, rng=0), ValueError, r"ess_threshold must lie in"),
     (lambda: smc(object(), 10, rng=0), ValueError, r"model must define a method M0"),
+    (lambda: TwoD().simulate(5, rng=0), ValueError, r"sample_initial.*shape \(1, 2\).*dim_x"),
+    (lambda: bootstrap_filter(Col(), np.zeros(5), N=50, rng=0), ValueError,
+     r"Col\.log_obs must return one value per particle.*\(50, 1\)"),
     (lambda: LinearGaussianSSM(A=[[0.9]], C=[[1.0]], Q=[[-0.5]], R=[[1.0]], m0=[0.0], P0=[[1.0]]), ValueError, r"Q"),
     # --- Monte Carlo and core helpers a user's own code calls
     (lambda: importance_sample(lambda x: -x ** 2, "proposal", n=10), ValueError, r"proposal must be a scipy.stats"),
@@ -172,6 +196,7 @@ BAD = [
     (lambda: mvn_sample([0.0, 0.0], [[1.0, 0.0], [0.0, -1.0]], 3, rng=0), ValueError, r"cov"),
     # --- decision helpers on the predictions
     (lambda: classify_with_reject([[0.5, 0.6]]), ValueError, r"every row of probs must sum to 1"),
+    (lambda: classify_with_reject(np.array([0.2, 0.7])), ValueError, r"probs must have shape \(n, C\), got \(2,\)"),
     (lambda: classify_with_reject([[0.5, 0.5]], np.eye(3)), ValueError, r"cost_matrix must be a finite \(2, 2\) array"),
     (lambda: expected_loss([1.0, 2.0], [0.0], "huber"), ValueError, r"loss must be 'squared', 'absolute'"),
     (lambda: expected_loss([1.0, 2.0], [0.0], weights=[1.0, -1.0]), ValueError, r"weights must be non-negative"),

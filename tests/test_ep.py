@@ -159,7 +159,7 @@ def test_parallel_step_halvings_are_recorded(monkeypatch):
     X, y = probit_toy_data()
     fake = lambda link, alpha=1.0, n_quad=None: (lambda y_, mu, v: (np.zeros_like(mu), mu, 50.0 * v))
     monkeypatch.setattr(E, "_moments_fn", fake)
-    r = E._ep_glm(X, 2 * y - 1, np.eye(2), E._EPPlan("probit", n_iter=1, schedule="parallel"))
+    r = E.ep_glm(X, 2 * y - 1, np.eye(2), E.EPPlan("probit", n_iter=1, schedule="parallel"))
     assert r.history.n_halvings.shape == (1,) and r.history.n_halvings[0] > 0
     assert np.all(np.linalg.eigvalsh(r.cov) > 0)
     monkeypatch.undo()
@@ -320,7 +320,7 @@ def test_corrected_closed_form_equations():
     # (with the corrections) must agree with exact quadrature. The uncorrected shape update (K1 not squared)
     # does not, which is what the erratum is about.
     a, b, y, m, s2 = 400.0, 200.0, 0.9, 0.3, 0.2
-    _, e1, var, _ = E._gamma_tilted_closed(y, m, s2, a, b)
+    _, e1, var, _ = E.gamma_tilted_closed(y, m, s2, a, b)
     _, q1, qvar, _ = E._gamma_tilted_quad(y, m, s2, a, b)
     assert abs(e1 / q1 - 1) < 1e-4 and abs(var / qvar - 1) < 1e-2
     K = [stats.norm.pdf(y, m, np.sqrt(s2 + b / (a + j - 1))) for j in range(3)]

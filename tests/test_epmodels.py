@@ -10,7 +10,7 @@ import pytest
 from scipy import special, stats
 
 from bayesnotes.diagnostics import mcse_mean, mcse_sd
-from bayesnotes.ep import _glm_logjoint, _probit_moments, ep_probit, importance_reference
+from bayesnotes.ep import _glm_logjoint, probit_moments, ep_probit, importance_reference
 from bayesnotes.epmodels import (elliptical_slice, gp_ep, gp_laplace, gp_mcmc, gp_predict, gp_toy_1d, se_kernel,
                                  synthetic_tournament, trueskill, trueskill_design, trueskill_log_lik)
 from bayesnotes.vi import laplace
@@ -83,7 +83,7 @@ def test_trueskill_variants_and_damping():
     tw, tl = fa.site_precision.T; nw, nl = fa.site_shift.T
     w, l, c = T.winners, T.losers, np.sqrt(2) * 25 / 6
     cw, hw, cl, hl = lam[w] - tw, h[w] - nw, lam[l] - tl, h[l] - nl
-    _, mu_u, var_u = _probit_moments(1.0, (hw / cw - hl / cl) / c, (1 / cw + 1 / cl) / c**2)
+    _, mu_u, var_u = probit_moments(1.0, (hw / cw - hl / cl) / c, (1 / cw + 1 / cl) / c**2)
     vd = 1 / cw + 1 / cl
     mw = hw / cw + (1 / cw) / vd * (c * mu_u - (hw / cw - hl / cl))
     assert np.allclose(mw, fa.mean[w], atol=1e-6)
@@ -166,7 +166,7 @@ def test_gp_ep_and_laplace_equal_the_whitened_glm(variance):
     assert np.allclose(L @ lw.cov @ L.T, la.cov, atol=1e-6)
     # EP's fixed point: every site's tilted moments equal q's marginals
     v = np.diag(e.cov); tc, nc = 1 / v - e.site_precision, e.mean / v - e.site_shift
-    _, mh, vh = _probit_moments(2 * y - 1, nc / tc, 1 / tc)
+    _, mh, vh = probit_moments(2 * y - 1, nc / tc, 1 / tc)
     assert np.allclose(mh, e.mean, atol=1e-6) and np.allclose(vh, v, atol=1e-6)
 
 def test_gp_predict_against_direct_formulas():

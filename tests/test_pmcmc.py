@@ -11,7 +11,7 @@ from scipy import linalg, stats
 
 from bayesnotes.diagnostics import ess_bulk, mcse_mean, mcse_sd, rhat
 from bayesnotes.smc import (FeynmanKac, LinearGaussianSSM, bootstrap_model, guided_model, nonmarkov_ssm, smc,
-                            tracker_ssm, trajectories, _ar1_example)
+                            tracker_ssm, trajectories, ar1_example)
 from bayesnotes.pmcmc import (ar1_gibbs_example, csmc, distinct_ancestors, ffbs, gaussian_log_transition,
                               genealogy_smoother, iterated_csmc, particle_gibbs, pimh, rts_smoother, update_rate)
 
@@ -52,7 +52,7 @@ def _random_lgssm(rng):
 @pytest.mark.parametrize("which", ["ar1", "random2d", "nonmarkov"])
 def test_rts_matches_joint_gaussian(which):
     "RTS means, covariances and lag-one covariances equal those of the joint Gaussian posterior (small T, exact)."
-    ssm = {"ar1": lambda: _ar1_example()[0], "random2d": lambda: _random_lgssm(np.random.default_rng(7)),
+    ssm = {"ar1": lambda: ar1_example()[0], "random2d": lambda: _random_lgssm(np.random.default_rng(7)),
            "nonmarkov": nonmarkov_ssm}[which]()        # nonmarkov: singular Q and P0
     T = 6
     _, y = ssm.simulate(T, rng=11)                      # data that only define the example
@@ -75,7 +75,7 @@ def test_rts_rejects_a_nonlinear_model():
     with pytest.raises(ValueError, match="ssm"):
         rts_smoother(tracker_ssm(), np.zeros((5, 2)))
     with pytest.raises(ValueError, match="y"):
-        rts_smoother(_ar1_example()[0], np.zeros((5, 3)))
+        rts_smoother(ar1_example()[0], np.zeros((5, 3)))
 
 
 # ---------------------------------------------------------------- particle smoothers
@@ -83,7 +83,7 @@ def test_rts_rejects_a_nonlinear_model():
 
 def test_genealogy_counts_and_draws(seed):
     "Distinct ancestors never decrease with t and end at N; genealogy draws are complete paths of the filter."
-    ssm, _, y = _ar1_example(30)
+    ssm, _, y = ar1_example(30)
     res = smc(bootstrap_model(ssm, y), 50, seed(1), store_history=True)
     k = distinct_ancestors(res.ancestors)
     assert k.shape == (30,) and k[-1] == 50 and np.all(np.diff(k) >= 0) and k[0] >= 1
@@ -102,7 +102,7 @@ def test_smoothing_means_within_mc_error(seed):
     N = 200 it is below one SE (measured with 1000 runs); the bootstrap filter is not used here because an outlier
     (y_12 = -3.5) collapses its ESS to 2 and biases it by several SEs."""
     T, N, M, R = 15, 200, 50, 40
-    ssm, _, y = _ar1_example(T)
+    ssm, _, y = ar1_example(T)
     rts = rts_smoother(ssm, y)
     rng = np.random.default_rng(seed(3))
     gen, bs, bs2 = [], [], []
@@ -120,7 +120,7 @@ def test_smoothing_means_within_mc_error(seed):
 
 
 def test_smoothers_bad_input(seed):
-    ssm, _, y = _ar1_example(10)
+    ssm, _, y = ar1_example(10)
     res = smc(bootstrap_model(ssm, y), 20, seed(4))             # no history
     with pytest.raises(ValueError, match="store_history"):
         genealogy_smoother(res, 5)
@@ -161,7 +161,7 @@ def test_csmc_leaves_the_posterior_invariant(seed, kind, ancestor_sampling):
     of x_t and sqrt(2 / R) P_t for the mean of (x_t - m_t)^2 (Gaussian fourth moment). 5 SEs, 2 statistics x 5
     times x 4 variants = 40 comparisons: false alarm < 40 * 5.7e-7 = 2.3e-5."""
     T, N, R = 5, 3, 1500
-    ssm, _, y = _ar1_example(T)
+    ssm, _, y = ar1_example(T)
     mean, cov, _ = _joint_posterior(ssm, y)
     model = (bootstrap_model if kind == "bootstrap" else guided_model)(ssm, y)
     rng = np.random.default_rng(seed(5) + 10 * ancestor_sampling + (kind == "guided"))
@@ -174,7 +174,7 @@ def test_csmc_leaves_the_posterior_invariant(seed, kind, ancestor_sampling):
 
 
 def test_csmc_bad_input(seed):
-    ssm, _, y = _ar1_example(8)
+    ssm, _, y = ar1_example(8)
     model = bootstrap_model(ssm, y)
     x = np.zeros((8, 1))
     with pytest.raises(ValueError, match="N"):
@@ -210,7 +210,7 @@ def test_pimh_and_pgas_posterior_means(seed):
     P(|Z| > 5.5) = 3.8e-8 each (false alarm < 2.3e-7); the margin over 4.9 (1e-6) absorbs the error of an MCSE
     estimated from 2 chains of 400 draws."""
     T = 20
-    ssm, _, y = _ar1_example(T)
+    ssm, _, y = ar1_example(T)
     rts = rts_smoother(ssm, y)
     model = bootstrap_model(ssm, y)
     runs = {"PIMH": pimh(model, 150, seed(7), n_warmup=20, n_draws=400).draws,   # acceptance about 0.6
@@ -229,7 +229,7 @@ def test_pg_without_ancestor_sampling_sticks_at_early_times(seed):
     Over 150 transitions a rate's binomial SE is at most 0.041; measured rates are about 0.01 (PG) and 0.6 (PGAS),
     so the asserted gap of 0.3 is more than 10 SEs from both. PGAS runs with the defaults of `iterated_csmc`: this
     fails if the default is plain PG again (a frozen x_0 at every seed)."""
-    ssm, _, y = _ar1_example(30)
+    ssm, _, y = ar1_example(30)
     model = bootstrap_model(ssm, y)
     pg = update_rate(iterated_csmc(model, 5, seed(9), n_warmup=10, n_draws=151, n_chains=1, ancestor_sampling=False))
     pgas = update_rate(iterated_csmc(model, 5, seed(9), n_warmup=10, n_draws=151, n_chains=1))   # default: PGAS
@@ -237,6 +237,7 @@ def test_pg_without_ancestor_sampling_sticks_at_early_times(seed):
     assert pg[-1] > pg[0] + 0.3       # plain PG does renew the end of the path
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_particle_gibbs_rho_against_quadrature(seed):
     """PGAS for the AR coefficient: posterior mean and sd of rho against the exact posterior (quadrature of prior x
     Kalman likelihood on a fine grid). 5.5 MCSEs (`mcse_mean`, `mcse_sd`), 2 comparisons: false alarm < 1e-7 with a

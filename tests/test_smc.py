@@ -67,7 +67,7 @@ def test_multinomial_no_offspring_probability(seed):
 
 def test_systematic_counts_equal_inverse_cdf_definition(seed):
     "The O(N) offspring-count implementation of systematic resampling equals eq. 13.27 with u_n = (n + v)/M."
-    from bayesnotes.smc import _inverse_cdf
+    from bayesnotes.smc import inverse_cdf
     rng = np.random.default_rng(seed(0))
     for N, M in [(1, 1), (2, 5), (7, 7), (100, 100), (100, 301)]:
         for k in range(20):
@@ -76,7 +76,7 @@ def test_systematic_counts_equal_inverse_cdf_definition(seed):
                 W[rng.integers(N)] = 0; W /= W.sum()
             seed = int(rng.integers(1 << 30))
             v = np.random.default_rng(seed).random()
-            assert np.array_equal(systematic(W, M, seed), _inverse_cdf((np.arange(M) + v) / M, W))
+            assert np.array_equal(systematic(W, M, seed), inverse_cdf((np.arange(M) + v) / M, W))
 
 
 def test_resampling_M_and_zero_weights():

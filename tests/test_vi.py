@@ -832,15 +832,15 @@ def test_logistic_example_vi_fit_is_converged(seed):
 
 # ---------------------------------------------------------------- sticking the landing at q = p (issue 18)
 def test_stl_variance_zero_at_posterior_and_plain_variance_is_fisher_information(seed):
-    from bayesnotes.vi import _path_terms
+    from bayesnotes.vi import path_terms
     _, t, mN, vN, _ = _gaussian_mean_model()
     q = MeanFieldGaussian.from_moments([mN], vN)                          # q = p exactly (1-d Gaussian posterior)
     n = 20000
     eps = np.random.default_rng(seed(0)).standard_normal((n, 1))
-    stl, _ = _path_terms(t, q, eps, stl=True)
+    stl, _ = path_terms(t, q, eps, stl=True)
     assert np.max(np.abs(stl)) < 1e-10                                    # every draw, not just on average
     assert np.all(np.abs(reparam_grad(t, q, 50, rng=seed(1), stl=True).grad) < 1e-10)
-    plain, _ = _path_terms(t, q, eps)
+    plain, _ = path_terms(t, q, eps)
     # closed form at q = p, parameters (m, log s): g = (-eps / sqrt(v), 1 - eps^2), variances (1 / v, 2).
     # d/dm is Gaussian: (n - 1) S^2 / sigma^2 ~ chi2(n - 1); two-sided 1e-7 quantiles
     lo, hi = stats.chi2.ppf([5e-8, 1 - 5e-8], n - 1) / (n - 1)

@@ -254,8 +254,8 @@ def test_cubo_step_in_log_space_and_no_overlap_error(seed):
     q = gauss(*Q_OFF)
     eps = np.random.default_rng(seed(0)).standard_normal((40, 1))
     g, val = _cubo_step(t, q, eps, 2.0)
-    from bayesnotes.vi import _path_terms
-    G, lp = _path_terms(t, q, eps)
+    from bayesnotes.vi import path_terms
+    G, lp = path_terms(t, q, eps)
     a = 2.0 * (lp - q.log_prob(q.transform(eps)))
     e = np.exp(a - a.max())
     ref = 0.5 * ((e[:20, None] * G[:20]).mean(0) / e[20:].mean() + (e[20:, None] * G[20:]).mean(0) / e[:20].mean())
