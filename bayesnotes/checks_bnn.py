@@ -11,23 +11,13 @@ import math
 import numpy as np
 from scipy import optimize, special, stats
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice
+from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 from .bnn import CALIBRATION_LEVELS
 
 # %% ../nbs/solutions/07_bnn.ipynb #b72402f7
 def _value(answer):
     "A number answer, given as a value or as a function of no arguments."
     return call(answer, case="calling your answer") if callable(answer) else answer
-
-
-def _matches(got, candidates, rtol=1e-7, atol=1e-9):
-    "The hint of the first wrong-answer candidate that `got` equals (None when it matches none)."
-    got = np.asarray(got, float)
-    for value, hint in candidates:
-        value = np.asarray(value, float)
-        if value.shape == got.shape and np.all(np.isfinite(value)) and np.allclose(got, value, rtol=rtol, atol=atol):
-            return hint
-    return None
 
 
 def _fmt(x, width=100):
@@ -75,7 +65,7 @@ def _check_bnn_1(answer, rng):
         f_relu = np.maximum(X @ W1 + b1, 0) @ w2 + b2
         no_fan_in = np.concatenate([np.full(d * H, alpha[0]), np.full(H, beta[0]), np.full(H, alpha[1]), [beta[1]]])
         f_col = np.tanh(X @ theta[:d * H].reshape(H, d).T + b1) @ w2 + b2
-        hint = _matches(got, [
+        hint = match_hint(got, [
             (exact - const, "your value lacks the -log(2 pi) / 2 of every factor: keep the whole normalising term "
                             "-log(sqrt(2 pi) sd) of every prior and likelihood factor"),
             (exact - prior_const - lik_const, "you dropped every normalising constant: keep -log(sqrt(2 pi) s_i) of every "
@@ -111,7 +101,7 @@ def _check_bnn_2(answer, rng):
         got = as_array(call(answer, X.copy(), H, tuple(alpha), tuple(beta), case=case), (4,), case, "your vector of variances")
         v1 = alpha[0] ** 2 * np.sum(X ** 2, 1) / d + beta[0] ** 2           # variance of each pre-activation
         exact = beta[1] ** 2 + alpha[1] ** 2 * v1 / 2
-        hint = _matches(got, [
+        hint = match_hint(got, [
             (beta[1] ** 2 + alpha[1] ** 2 * v1, "E[relu(a)^2] for a ~ N(0, v) is not v: half of the mass is cut off"),
             (beta[1] ** 2 + H * alpha[1] ** 2 * v1 / 2, "each output weight has variance alpha_2^2 / H: count the H "
                                                         "terms and their variance together"),
@@ -158,7 +148,7 @@ def _check_bnn_3(answer, rng):
         exact = np.mean(special.logsumexp(lp + lw[:, None], axis=0))
         mu = np.exp(lw) @ f
         var = np.exp(lw) @ (f ** 2 + sig[:, None] ** 2) - mu ** 2
-        hint = _matches(got, [
+        hint = match_hint(got, [
             (np.mean(np.exp(lw) @ lp), "that is the weighted average of the log densities, which is below the log of "
                                        "the mixture (Jensen): average the densities, then take the log"),
             (np.mean(special.logsumexp(lp + logw[:, None], axis=0)), "the weights must sum to one: normalise them "
@@ -222,7 +212,7 @@ def _check_bnn_5(answer, rng):
         exact = np.stack([mu / s ** 2, g_sigma * dsig])
         ok_mu = np.allclose(got[0], exact[0], rtol=1e-8, atol=1e-10)
         hint = ("your gradient in mu is not right: only one term of the KL depends on mu" if not ok_mu else
-                _matches(got[1], [
+                match_hint(got[1], [
                     (g_sigma, "that is the gradient in sigma: rho enters through sigma = softplus(rho), so the chain "
                               "rule adds a factor d sigma / d rho"),
                     (g_sigma * np.exp(rho), "d softplus(rho) / d rho is not exp(rho)"),
@@ -359,7 +349,7 @@ def _check_bnn_6(answer, rng):
         ok = np.isclose(R, exact, rtol=1e-6, atol=1e-7 * scale)
         if not np.all(ok):
             row = int(np.argmin(np.all(ok, axis=1)))
-            hint = _matches(R, [
+            hint = match_hint(R, [
                 (G * eps, "rho enters through sigma_q = softplus(rho): the chain rule adds d softplus(rho) / d rho"),
                 (G * dsig, "d theta / d sigma_q = eps: multiply by the eps of the row"),
                 (G * eps * np.exp(rho), "d softplus(rho) / d rho is not exp(rho)"),
@@ -401,7 +391,7 @@ def _check_bnn_7(answer, rng):
         got = as_array(call(answer, theta.copy(), X.copy(), H, p, case=case), (2, N), case, "your pair (mean, var)")
         exact = np.stack([(1 - p) * h @ w2 + b2, p * (1 - p) * (h ** 2) @ (w2 ** 2)])
         h_col = np.maximum(X @ theta[:d * H].reshape(H, d).T + b1, 0)           # W1 unpacked column by column
-        hint = _matches(got, [
+        hint = match_hint(got, [
             (np.stack([h @ w2 + b2, p / (1 - p) * (h ** 2) @ (w2 ** 2)]),
              "that is inverted dropout (kept units scaled by 1 / (1 - p)); the chapter's masks are plain 0/1 variables"),
             (np.stack([exact[0], p * (1 - p) * (h @ w2) ** 2]), "each hidden unit has its own mask: the variance of a "
@@ -513,7 +503,7 @@ def _check_bnn_10(answer, rng):
         ]
         if np.all(np.linalg.eigvalsh(G) > 1e-8 * np.abs(G).max()):
             cands.append((var(G), "the posterior precision adds the prior precision diag(1 / s^2) to the GGN"))
-        hint = _matches(got, cands, rtol=1e-7) or ("write the four partial derivatives of f(x) = w2 tanh(w1 x + b1) + b2, "
+        hint = match_hint(got, cands, rtol=1e-7) or ("write the four partial derivatives of f(x) = w2 tanh(w1 x + b1) + b2, "
                                                    "stack them into J, and use Var f(x*) = J(x*) Lambda^{-1} J(x*)^T")
         expect_close(got, exact, case, rtol=1e-7, atol=1e-12, reveal=False, hint=hint, what="your vector of variances")
     return n
@@ -562,7 +552,7 @@ def _check_bnn_11(answer, rng):
             (np.stack([T * exact[0], exact[1]]), "tempering does not move the mode: the predictive mean is unchanged"),
             (np.stack([exact[0] / T, exact[1]]), "tempering does not move the mode: the predictive mean is unchanged"),
         ]
-        hint = _matches(got, cands, rtol=1e-8) or ("posterior precision Lambda = Phi^T Phi / sigma^2 + diag(1 / s^2), mean "
+        hint = match_hint(got, cands, rtol=1e-8) or ("posterior precision Lambda = Phi^T Phi / sigma^2 + diag(1 / s^2), mean "
                                                    "Lambda^{-1} Phi^T y / sigma^2")
         expect_close(got, exact, case, rtol=1e-8, atol=1e-10, hint=hint, what="your pair (mean, sd)")
     return n

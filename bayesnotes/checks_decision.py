@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice
+from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 from .decision import james_stein_risk
 
 
@@ -69,25 +69,22 @@ def _check_decision_1(answer, rng):
             continue
         mean_theta = a / (a + b)
         plug = int(stats.binom.ppf((price - cost) / price, m, mean_theta))
-        if got == _first_at_level(F, cost / price):
-            hint = ("that is the quantile at the complementary level: which of the two costs do you pay when you "
-                    "bake one loaf too many, and which when you bake one too few?")
-        elif got == plug:
-            hint = ("that is the right quantile of Binomial(m, E[theta]): plugging in the posterior mean drops the "
-                    "uncertainty about theta, which widens the law of tomorrow's demand")
-        elif got in (math.floor(m * mean_theta), math.ceil(m * mean_theta), round(m * mean_theta)):
-            hint = ("that is the expected demand, the Bayes action under squared loss; this loss is linear and "
-                    "asymmetric")
-        elif got == _first_at_level(F, 0.5):
-            hint = "that is the median of the demand: the two costs are not equal"
-        elif got in (round(m * stats.beta.ppf((price - cost) / price, a, b)),
-                     math.floor(m * stats.beta.ppf((price - cost) / price, a, b)),
-                     math.ceil(m * stats.beta.ppf((price - cost) / price, a, b))):
-            hint = ("that is m times a quantile of theta: given theta the demand is still binomial, and its law "
-                    "given the data mixes both sources of uncertainty")
-        else:
-            hint = ("compare the expected profit of baking s + 1 loaves with that of baking s, under the predictive "
-                    "law of tomorrow's demand (not the law of theta)")
+        mean_demand = ("that is the expected demand, the Bayes action under squared loss; this loss is linear and "
+                       "asymmetric")
+        theta_quantile = m * stats.beta.ppf((price - cost) / price, a, b)
+        of_theta = ("that is m times a quantile of theta: given theta the demand is still binomial, and its law given "
+                    "the data mixes both sources of uncertainty")
+        hint = match_hint(got, [    # whole numbers: equal exactly
+            (_first_at_level(F, cost / price), "that is the quantile at the complementary level: which of the two "
+                                               "costs do you pay when you bake one loaf too many, and which when you "
+                                               "bake one too few?"),
+            (plug, "that is the right quantile of Binomial(m, E[theta]): plugging in the posterior mean drops the "
+                   "uncertainty about theta, which widens the law of tomorrow's demand"),
+            *[(v, mean_demand) for v in (math.floor(m * mean_theta), math.ceil(m * mean_theta), round(m * mean_theta))],
+            (_first_at_level(F, 0.5), "that is the median of the demand: the two costs are not equal"),
+            *[(v, of_theta) for v in (round(theta_quantile), math.floor(theta_quantile), math.ceil(theta_quantile))],
+        ], "compare the expected profit of baking s + 1 loaves with that of baking s, under the predictive law of "
+           "tomorrow's demand (not the law of theta)", rtol=0, atol=0)
         raise Fail(f"{case}: that stock level is not the Bayes action.", got=got, hint=hint)
     return n_cases
 
@@ -126,17 +123,15 @@ def _check_decision_2(answer, rng):
         p_pos = p * sens + (1 - p) * (1 - spec)
         post_pos, post_neg = p * sens / p_pos, p * (1 - sens) / (1 - p_pos)
         loss = lambda q: min(c_fn * q, c_fp * (1 - q))
-        if np.isclose(got, -ref, rtol=1e-9, atol=1e-12):
-            hint = "your value has the wrong sign: information can only lower the expected loss"
-        elif np.isclose(got, now, rtol=1e-9, atol=1e-12):
-            hint = "that is what a perfect test would be worth (the EVPI); this test errs"
-        elif np.isclose(got, now - 0.5 * (loss(post_pos) + loss(post_neg)), rtol=1e-9, atol=1e-12):
-            hint = "the two test results are not equally likely: weight each by its probability"
-        elif got < -1e-12:
-            hint = "the value of information is never negative"
-        else:
-            hint = ("after each result, you take the best action for the posterior given that result; average the "
-                    "losses of those actions over the results and compare with the loss of acting now")
+        hint = match_hint(got, [
+            (-ref, "your value has the wrong sign: information can only lower the expected loss"),
+            (now, "that is what a perfect test would be worth (the EVPI); this test errs"),
+            (now - 0.5 * (loss(post_pos) + loss(post_neg)), "the two test results are not equally likely: weight each "
+                                                            "by its probability"),
+        ], rtol=1e-9, atol=1e-12) or (
+            "the value of information is never negative" if got < -1e-12 else
+            "after each result, you take the best action for the posterior given that result; average the losses of "
+            "those actions over the results and compare with the loss of acting now")
         raise Fail(f"{case}: your value of the test is not right.", got=float(got), hint=hint)
     return n_cases
 
@@ -218,25 +213,24 @@ def _check_decision_4(answer, rng):
             "no_mean": float(james_stein_risk(c2, d - 1, sigma2)),
             "d_dims_mean": sigma2 + float(james_stein_risk(c2, d, sigma2)),
         }
-        close = lambda v: np.isclose(got, v, rtol=1e-7, atol=1e-10)
         e_inv = ((d - 1) * sigma2 - cands["no_mean"]) / ((d - 3) ** 2 * sigma2)   # E[sigma2 / |x - xbar 1|^2]
-        if close(cands["js"]):
-            hint = "that is the James-Stein risk for shrinking towards 0: here only theta minus its mean matters"
-        elif close(cands["no_mean"]) and close(cands["d_dims"]):    # all theta_i equal: both give 2 sigma2
-            hint = ("with all theta_i equal the residual part is a James-Stein problem at its centre; check how many "
-                    "dimensions it has, and whether you counted the error of the grand mean itself")
-        elif close(cands["no_mean"]):
-            hint = "the residual part is right; you forgot the error of the grand mean itself"
-        elif close(d * sigma2 - (d - 3) * sigma2 * e_inv):
-            hint = "the shrinkage constant enters the risk squared: compare the terms of Stein's identity again"
-        elif close(cands["d_dims"]) or close(cands["d_dims_mean"]):
-            hint = ("count the dimensions again: how many degrees of freedom does |x - xbar 1|^2 / sigma2 have, and "
-                    "which shrinkage constant makes Stein's argument work there?")
-        elif got > d * sigma2:
-            hint = "the risk must be below d sigma2, the MLE's: Stein's argument shows the estimator dominates x"
-        else:
-            hint = ("split x into its grand-mean part and the orthogonal residual; the residual part is a James-Stein "
-                    "problem (which non-centrality?) and the two errors are orthogonal")
+        dims = ("count the dimensions again: how many degrees of freedom does |x - xbar 1|^2 / sigma2 have, and which "
+                "shrinkage constant makes Stein's argument work there?")
+        hint = match_hint(got, [
+            (cands["js"], "that is the James-Stein risk for shrinking towards 0: here only theta minus its mean matters"),
+            (cands["no_mean"],    # all theta_i equal: d_dims gives the same 2 sigma2
+             "with all theta_i equal the residual part is a James-Stein problem at its centre; check how many "
+             "dimensions it has, and whether you counted the error of the grand mean itself"
+             if np.isclose(got, cands["d_dims"], rtol=1e-7, atol=1e-10) else
+             "the residual part is right; you forgot the error of the grand mean itself"),
+            (d * sigma2 - (d - 3) * sigma2 * e_inv, "the shrinkage constant enters the risk squared: compare the terms "
+                                                    "of Stein's identity again"),
+            (cands["d_dims"], dims), (cands["d_dims_mean"], dims),
+        ], rtol=1e-7, atol=1e-10) or (
+            "the risk must be below d sigma2, the MLE's: Stein's argument shows the estimator dominates x"
+            if got > d * sigma2 else
+            "split x into its grand-mean part and the orthogonal residual; the residual part is a James-Stein problem "
+            "(which non-centrality?) and the two errors are orthogonal")
         raise Fail(f"{case}: your risk is not right.", got=float(got), hint=hint)
     return n_cases
 
@@ -276,16 +270,15 @@ def _check_decision_5(answer, rng):
     p = _fair_coin_fires(_STOP_NMAX)
     tol = z_bound(1e-6) * math.sqrt(p * (1 - p) / _STOP_R)
     if abs(val - p) > tol:
-        if not 0 <= val <= 1:
-            hint = "a fraction of coins lies between 0 and 1"
-        elif abs(val - 0.05) < 0.02:
-            hint = ("5% is what a single test at a fixed sample size would give; the rule looks after every toss "
-                    "and stops at the first look that crosses 0.95")
-        elif abs(val - _fair_coin_fires(100)) < tol:
-            hint = "that is the fraction for the chapter's budget of 100 tosses: raise nmax to 500"
-        else:
-            hint = ("simulate fair coins (theta = 1/2), compute P(theta > 1/2 | first n tosses) under the flat prior "
-                    "for every n up to 500, and count the coins for which it exceeds 0.95 at least once")
+        hint = ("a fraction of coins lies between 0 and 1" if not 0 <= val <= 1 else
+                match_hint(val, [(0.05, "5% is what a single test at a fixed sample size would give; the rule looks "
+                                        "after every toss and stops at the first look that crosses 0.95")],
+                           rtol=0, atol=0.02)
+                or match_hint(val, [(_fair_coin_fires(100), "that is the fraction for the chapter's budget of 100 "
+                                                            "tosses: raise nmax to 500")],
+                              "simulate fair coins (theta = 1/2), compute P(theta > 1/2 | first n tosses) under the flat "
+                              "prior for every n up to 500, and count the coins for which it exceeds 0.95 at least once",
+                              rtol=0, atol=tol))
         raise Fail(f"your fraction is further from the exact probability than a correct experiment with "
                    f"R = {_STOP_R} coins lands with probability 1 - 1e-6.", got=val, hint=hint)
     return 1
@@ -311,18 +304,17 @@ def _check_decision_7(answer, rng):
         if np.allclose(got, ref, rtol=1e-8, atol=1e-12):
             continue
         rel = float(np.max(np.abs(got - ref) / np.abs(ref)))
-        if gamma != 2 and np.allclose(got, p, rtol=1e-8):
-            hint = "reporting your belief is optimal only for one value of gamma: minimise the expected score over q"
-        elif gamma != 2 and np.allclose(got, 1 / (1 + ((1 - p) / p) ** (gamma - 1)), rtol=1e-8):
-            hint = "check the exponent when you solve the first-order condition for q"
-        elif np.allclose(got, (p > 0.5).astype(float)):
-            hint = "that is the minimiser for gamma <= 1 (a concave score); for gamma > 1 the minimum is inside (0, 1)"
-        elif rel < 1e-4:
-            hint = ("close but not exact (a numerical minimiser stops short of 1e-8): derive the closed form from the "
-                    "first-order condition")
-        else:
-            hint = ("set the derivative of p (1 - q)^gamma + (1 - p) q^gamma with respect to q to zero and solve for "
-                    "q / (1 - q)")
+        hint = (match_hint(got, [
+                    (p, "reporting your belief is optimal only for one value of gamma: minimise the expected score over q"),
+                    (1 / (1 + ((1 - p) / p) ** (gamma - 1)), "check the exponent when you solve the first-order condition "
+                                                             "for q"),
+                ] if gamma != 2 else [], rtol=1e-8, atol=1e-8)
+                or match_hint(got, [((p > 0.5).astype(float), "that is the minimiser for gamma <= 1 (a concave score); for "
+                                                              "gamma > 1 the minimum is inside (0, 1)")], rtol=1e-5, atol=1e-8)
+                or ("close but not exact (a numerical minimiser stops short of 1e-8): derive the closed form from the "
+                    "first-order condition" if rel < 1e-4 else
+                    "set the derivative of p (1 - q)^gamma + (1 - p) q^gamma with respect to q to zero and solve for "
+                    "q / (1 - q)"))
         raise Fail(f"{case}: your reports are not the minimisers (largest relative error {rel:.2g}, tolerance 1e-8).",
                    got=got, hint=hint)
     return n_cases
@@ -350,22 +342,19 @@ def _check_decision_8(answer, rng):
             continue
         mae = np.mean(np.abs(x - y))
         spread = np.mean(np.abs(x[:, None] - x[None, :]))
-        fair = n > 1 and np.isclose(got, mae - 0.5 * spread * n / (n - 1), rtol=1e-9)
-        if np.isclose(got, mae, rtol=1e-9):
-            hint = "that is the mean absolute error alone: the CRPS also credits the spread of the ensemble"
-        elif fair and n == 2:    # for two samples the 'fair' CRPS and a missing factor 1/2 give the same number
-            hint = ("check the spread term: its factor is 1/2, and E|X - X'| averages over all n^2 pairs (i = j "
-                    "included), not over the pairs i != j")
-        elif fair:
-            hint = ("you averaged |x_i - x_j| over pairs i != j (the 'fair' CRPS); the CRPS of the empirical "
-                    "distribution averages over all n^2 pairs, i = j included")
-        elif np.isclose(got, mae - spread, rtol=1e-9):
-            hint = "check the factor in front of the spread term E|X - X'|"
-        elif np.isclose(got, mae + 0.5 * spread, rtol=1e-9):
-            hint = "check the sign of the spread term"
-        else:
-            hint = ("integrate (F(z) - 1{z >= y})^2 for the step function F of the samples, or use the identity "
-                    "CRPS = E|X - y| - E|X - X'| / 2 with X, X' independent draws from the empirical law")
+        fair = [(mae - 0.5 * spread * n / (n - 1),
+                 # for two samples the 'fair' CRPS and a missing factor 1/2 give the same number
+                 "check the spread term: its factor is 1/2, and E|X - X'| averages over all n^2 pairs (i = j included), "
+                 "not over the pairs i != j" if n == 2 else
+                 "you averaged |x_i - x_j| over pairs i != j (the 'fair' CRPS); the CRPS of the empirical distribution "
+                 "averages over all n^2 pairs, i = j included")] if n > 1 else []
+        hint = match_hint(got, [
+            (mae, "that is the mean absolute error alone: the CRPS also credits the spread of the ensemble"),
+            *fair,
+            (mae - spread, "check the factor in front of the spread term E|X - X'|"),
+            (mae + 0.5 * spread, "check the sign of the spread term"),
+        ], "integrate (F(z) - 1{z >= y})^2 for the step function F of the samples, or use the identity "
+           "CRPS = E|X - y| - E|X - X'| / 2 with X, X' independent draws from the empirical law", rtol=1e-9, atol=1e-8)
         raise Fail(f"{case}: your CRPS is not right.", expected=float(ref), got=float(got), hint=hint)
     return len(sizes)
 
@@ -449,20 +438,21 @@ def _check_decision_9(answer, rng):
                 if 1 <= k <= len(sc):
                     qq[c] = sc[k - 1]
             return (1.0 - pt) <= qq
-        if np.array_equal(got, (1.0 - pt) <= q_all):
-            hint = ("you used one threshold for all classes; each class needs its own, from the calibration points "
-                    "of that class")
-        elif np.array_equal(got, rank_version(lambda n: math.ceil(n * (1 - alpha) - 1e-12))):
-            hint = "check the rank of the threshold: the test point is one more exchangeable score"
-        elif any(np.array_equal(got, _quantile_version(pc, yc, pt, alpha, m)) for m in ("higher", "inverted_cdf")):
-            hint = ("np.quantile at level k/n does not reliably return the k-th smallest score (method='higher' "
-                    "gives the (k+1)-th, and k/n is rounded in floating point); use np.sort(s)[k - 1]")
-        elif any(math.ceil((n_c + 1) * (1 - alpha) - 1e-12) > n_c and not got[:, c].all()
-                 for c, n_c in enumerate(counts)):
+        quantile = ("np.quantile at level k/n does not reliably return the k-th smallest score (method='higher' gives "
+                    "the (k+1)-th, and k/n is rounded in floating point); use np.sort(s)[k - 1]")
+        hint = match_hint(got, [    # sets as 0/1 masks: equal exactly
+            ((1.0 - pt) <= q_all, "you used one threshold for all classes; each class needs its own, from the "
+                                  "calibration points of that class"),
+            (rank_version(lambda n: math.ceil(n * (1 - alpha) - 1e-12)), "check the rank of the threshold: the test point "
+                                                                         "is one more exchangeable score"),
+            *[(_quantile_version(pc, yc, pt, alpha, m), quantile) for m in ("higher", "inverted_cdf")],
+        ], rtol=0, atol=0)
+        if hint is None:
             hint = ("look at the rare class: when the required rank exceeds its number of calibration points, no "
-                    "finite threshold gives the guarantee")
-        else:
-            hint = ("for each class c take the scores 1 - p_c of the calibration points labelled c, and the k-th "
+                    "finite threshold gives the guarantee"
+                    if any(math.ceil((n_c + 1) * (1 - alpha) - 1e-12) > n_c and not got[:, c].all()
+                           for c, n_c in enumerate(counts)) else
+                    "for each class c take the scores 1 - p_c of the calibration points labelled c, and the k-th "
                     "smallest of them with k from the split-conformal recipe")
         raise Fail(f"{case}: your sets differ from the class-conditional conformal sets, first at test point {j} "
                    f"(probabilities {_fmt(pt[j], 3)}).", expected=_set_text(ref[j]), got=_set_text(got[j]), hint=hint)
@@ -503,17 +493,15 @@ def _check_decision_10(answer, rng):
             continue
         pairwise = np.array([np.prod([_prob_best_reference(a[[k, j]], b[[k, j]])[0] for j in range(K) if j != k])
                              for k in range(K)])
-        if np.allclose(got, pairwise, rtol=0, atol=1e-8):
-            hint = ("the events theta_k > theta_j for different j are not independent (they share theta_k): condition "
-                    "on the value of theta_k and integrate")
-        elif abs(got.sum() - 1) > 1e-6:
-            hint = "your probabilities do not sum to 1: exactly one arm is the best"
-        elif np.max(np.abs(got - ref)) < 0.02:
-            hint = ("close but not exact: a Monte Carlo estimate or a coarse grid is not accurate to 1e-8; integrate "
-                    "numerically, with a tight tolerance, over the range where the densities live")
-        else:
-            hint = ("condition on the value x of theta_k: theta_k is the largest when every other theta_j is below x; "
-                    "then integrate over x")
+        hint = match_hint(got, [(pairwise, "the events theta_k > theta_j for different j are not independent (they "
+                                           "share theta_k): condition on the value of theta_k and integrate")],
+                          rtol=0, atol=1e-8) or (
+            "your probabilities do not sum to 1: exactly one arm is the best" if abs(got.sum() - 1) > 1e-6 else
+            "close but not exact: a Monte Carlo estimate or a coarse grid is not accurate to 1e-8; integrate "
+            "numerically, with a tight tolerance, over the range where the densities live"
+            if np.max(np.abs(got - ref)) < 0.02 else
+            "condition on the value x of theta_k: theta_k is the largest when every other theta_j is below x; then "
+            "integrate over x")
         raise Fail(f"{case}: your probabilities are not right (tolerance 1e-8).", expected=ref, got=got, hint=hint)
     return len(Ks)
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, special, stats
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice
+from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 from .ep import EPConvergenceWarning, adf_probit, clutter_data, ep_clutter, probit_toy_data, tilted_moments
 
 
@@ -74,16 +74,16 @@ def _check_ep_1(answer, rng):
         exact = np.array([A, A * (a - 1.0) / b])
         if _close(got, exact, 1e-7, 0.0):
             continue
-        if _close(got, [a - 2.0, (a - 2.0) * (a - 1.0) / b], 1e-6, 0.0):
-            hint = ("that is the Gamma with the mean and the variance of p; the KL projection matches the expected "
-                    "sufficient statistics of the Gamma family, and the variance is not one of them")
-        elif _close(got, [a, b], 1e-6, 0.0):
-            hint = "those are the parameters of 1/gamma, which is Gamma(a, b); p itself is the inverse gamma"
-        elif _close(got[0], A, 1e-7, 0.0):
-            hint = "your shape is right; the rate then follows from matching the mean, E_q[gamma] = shape / rate = E_p[gamma]"
-        else:
-            hint = ("compute E_p[gamma] and E_p[log gamma] for gamma = 1/lambda with lambda ~ Gamma(a, b), then solve "
-                    "the shape equation of the chapter numerically (it has one root)")
+        hint = match_hint(got, [
+            ([a - 2.0, (a - 2.0) * (a - 1.0) / b], "that is the Gamma with the mean and the variance of p; the KL "
+                                                   "projection matches the expected sufficient statistics of the Gamma "
+                                                   "family, and the variance is not one of them"),
+            ([a, b], "those are the parameters of 1/gamma, which is Gamma(a, b); p itself is the inverse gamma"),
+        ], rtol=1e-6, atol=0.0) or (
+            "your shape is right; the rate then follows from matching the mean, E_q[gamma] = shape / rate = E_p[gamma]"
+            if _close(got[0], A, 1e-7, 0.0) else
+            "compute E_p[gamma] and E_p[log gamma] for gamma = 1/lambda with lambda ~ Gamma(a, b), then solve the shape "
+            "equation of the chapter numerically (it has one root)")
         expect_close(got, exact, case, rtol=1e-7, atol=0.0, hint=hint, what="your (shape, rate)")
     return n
 
@@ -120,18 +120,17 @@ def _check_ep_2(answer, rng):
             continue
         probit = np.array(tilted_moments(y, mu, v))
         zero = np.array(_step_reference(y, mu, v, 0.0))
-        if _close(got, probit, 1e-6, 1e-9):
-            hint = ("these are the moments of the probit site Phi(y s), whose noise adds 1 to the variance; "
-                    "the step 1[y s > 0] has no noise inside, only the label flips with probability eps")
-        elif eps > 0 and _close(got, zero, 1e-6, 1e-9):
-            hint = "these are the values for eps = 0: the factor is eps (not 0) on the wrong side of the boundary"
-        elif not _close(got[0], exact[0], 1e-7, 1e-10):
-            hint = "log Z is off: Z = integral of t(s) N(s | mu, v) ds, with t equal to eps on one side and 1 - eps on the other"
-        elif not _close(got[1], exact[1], 1e-7, 1e-10):
-            hint = "log Z is right and the mean is not: the mean is mu + v d(log Z)/d mu (mind the factor y inside z)"
-        else:
-            hint = ("log Z and the mean are right and the variance is not: v_hat = v + v^2 d^2(log Z)/d mu^2; "
-                    "differentiate the ratio phi(z)/Z with respect to mu, both numerator and denominator")
+        hint = match_hint(got, [
+            (probit, "these are the moments of the probit site Phi(y s), whose noise adds 1 to the variance; the step "
+                     "1[y s > 0] has no noise inside, only the label flips with probability eps"),
+            *([(zero, "these are the values for eps = 0: the factor is eps (not 0) on the wrong side of the boundary")]
+              if eps > 0 else []),
+        ], "log Z is off: Z = integral of t(s) N(s | mu, v) ds, with t equal to eps on one side and 1 - eps on the other"
+           if not _close(got[0], exact[0], 1e-7, 1e-10) else
+           "log Z is right and the mean is not: the mean is mu + v d(log Z)/d mu (mind the factor y inside z)"
+           if not _close(got[1], exact[1], 1e-7, 1e-10) else
+           "log Z and the mean are right and the variance is not: v_hat = v + v^2 d^2(log Z)/d mu^2; differentiate the "
+           "ratio phi(z)/Z with respect to mu, both numerator and denominator", rtol=1e-6, atol=1e-9)
         expect_close(got, exact, case, rtol=1e-7, atol=1e-10, hint=hint, what="your (log Z, mean, var)")
     return n
 
@@ -249,17 +248,18 @@ def _check_ep_4(answer, rng):
         exact = _adf_clutter_reference(x, w, a, b)
         if _close(got, exact, 1e-8, 1e-10):
             continue
-        if _close(got[:2], exact[:2], 1e-8, 1e-10):
-            hint = ("mean and variance are right, the log evidence is not: it is the sum of log Z_i, each the "
-                    "normaliser of the factor times the current q, not times the prior")
-        elif _close(got, _adf_clutter_reference(x, w, a, b, between=False), 1e-6, 1e-9):
-            hint = ("your variance misses the spread between the two components of the tilted mixture: the projection "
-                    "keeps the variance of the whole mixture, not the average of the component variances")
-        elif _close(got, _adf_clutter_reference(x, w, a, b, plus_one=False), 1e-6, 1e-9):
-            hint = "under q = N(m, v) an inlier x_i is N(m, v + 1), not N(m, v): the observation has its own unit variance"
-        else:
-            hint = ("start from q = N(0, b); for each x_i in turn compute Z_i, the inlier probability r_i and the "
-                    "projected mean and variance, as in the clutter section (with d = 1), and add log Z_i")
+        hint = ("mean and variance are right, the log evidence is not: it is the sum of log Z_i, each the normaliser "
+                "of the factor times the current q, not times the prior" if _close(got[:2], exact[:2], 1e-8, 1e-10) else
+                match_hint(got, [
+                    (_adf_clutter_reference(x, w, a, b, between=False),
+                     "your variance misses the spread between the two components of the tilted mixture: the projection "
+                     "keeps the variance of the whole mixture, not the average of the component variances"),
+                    (_adf_clutter_reference(x, w, a, b, plus_one=False),
+                     "under q = N(m, v) an inlier x_i is N(m, v + 1), not N(m, v): the observation has its own unit "
+                     "variance"),
+                ], "start from q = N(0, b); for each x_i in turn compute Z_i, the inlier probability r_i and the "
+                   "projected mean and variance, as in the clutter section (with d = 1), and add log Z_i",
+                    rtol=1e-6, atol=1e-9))
         expect_close(got, exact, case, rtol=1e-8, atol=1e-10, hint=hint, what="your (mean, variance, log evidence)")
     return n_cases
 
@@ -299,16 +299,15 @@ def _check_ep_5(answer, rng):
         if ok_S and ok_m:
             continue
         am, aS = _gauss_times_site(m, S, x, tau, nu, sign=1.0)
-        if np.allclose(gS, aS, rtol=1e-6, atol=1e-9 * scale):
-            hint = "you multiplied q by the site; the cavity divides by it: natural parameters are subtracted"
-        elif ok_S and np.allclose(gm, m, rtol=1e-8, atol=1e-10 * mscale):
-            hint = "the covariance is right, but the mean moves too: the shift cov^-1 mean loses site_shift * x"
-        elif ok_S:
-            hint = ("the covariance is right and the mean is not: compute the cavity's shift, cov^-1 mean minus "
-                    "site_shift * x, and multiply it by the cavity covariance (not by q's)")
-        else:
-            hint = ("the cavity's precision is cov^-1 - site_precision * x x^T; a Sherman-Morrison step gives its "
-                    "inverse without inverting cov")
+        hint = match_hint(gS, [(aS, "you multiplied q by the site; the cavity divides by it: natural parameters are "
+                                    "subtracted")], rtol=1e-6, atol=1e-9 * scale) or (
+            match_hint(gm, [(m, "the covariance is right, but the mean moves too: the shift cov^-1 mean loses "
+                                "site_shift * x")],
+                       "the covariance is right and the mean is not: compute the cavity's shift, cov^-1 mean minus "
+                       "site_shift * x, and multiply it by the cavity covariance (not by q's)", rtol=1e-8,
+                       atol=1e-10 * mscale) if ok_S else
+            "the cavity's precision is cov^-1 - site_precision * x x^T; a Sherman-Morrison step gives its inverse "
+            "without inverting cov")
         expect_close(gS, Sc, case, rtol=1e-8, atol=1e-10 * scale, hint=hint, what="your cavity covariance")
         expect_close(gm, mc, case, rtol=1e-8, atol=1e-10 * mscale, hint=hint, what="your cavity mean")
     return n
@@ -353,22 +352,24 @@ def _check_ep_6(answer, rng):
         if np.all(np.abs(got - exact) <= atol + 1e-6 * np.abs(exact)):
             continue
         lq, mq, vq = _laplace_tilted(x, b, mean, var)
-        near = lambda ref, k=2: np.all(np.abs(got[:k] - np.asarray(ref)) <= 10 * (atol[:k] + 1e-6 * np.abs(exact[:k])))
-        if near([1 / vt, mt / vt]):
-            hint = ("you returned the natural parameters of the projected tilted distribution; the site is that "
-                    "projection divided by the cavity")
-        elif near([1 / vq - 1 / var + t_old, mq / vq - mean / var + n_old]) or near([1 / vq - 1 / var, mq / vq - mean / var]):
-            hint = "you tilted q itself; EP tilts the cavity, q with this site removed"
-        elif np.all(np.abs(got[:2] - exact[:2]) <= atol[:2] + 1e-6 * np.abs(exact[:2])):
+        tilted_q = "you tilted q itself; EP tilts the cavity, q with this site removed"
+        hint = match_hint(got[:2], [    # the site (precision, shift), to 10 times the tolerance of the check
+            ([1 / vt, mt / vt], "you returned the natural parameters of the projected tilted distribution; the site is "
+                                "that projection divided by the cavity"),
+            ([1 / vq - 1 / var + t_old, mq / vq - mean / var + n_old], tilted_q),
+            ([1 / vq - 1 / var, mq / vq - mean / var], tilted_q),
+        ], rtol=0, atol=10 * (atol[:2] + 1e-6 * np.abs(exact[:2])))
+        if hint is None:
             hint = ("the new site is right and log Z is not" +
                     (": it is off by log(2 b), the normaliser 1/(2b) of the Laplace density"
                      if abs(abs(got[2] - exact[2]) - math.log(2 * b)) < 1e-6 else
-                     ": Z is the integral of the Laplace likelihood times the cavity density"))
-        elif np.all(np.abs(got - exact) <= 1e3 * (atol + 1e-6 * np.abs(exact))):
-            hint = ("close, but not to 1e-6: if you integrate numerically, the integrand has a kink at theta = x "
-                    "(split the integral there: two quad calls, on (-inf, x) and (x, inf), or points=[x] on a finite window), or use the closed form")
-        else:
-            hint = ("remove the site from q (subtract natural parameters), compute Z, mean and variance of "
+                     ": Z is the integral of the Laplace likelihood times the cavity density")
+                    if np.all(np.abs(got[:2] - exact[:2]) <= atol[:2] + 1e-6 * np.abs(exact[:2])) else
+                    "close, but not to 1e-6: if you integrate numerically, the integrand has a kink at theta = x "
+                    "(split the integral there: two quad calls, on (-inf, x) and (x, inf), or points=[x] on a finite "
+                    "window), or use the closed form"
+                    if np.all(np.abs(got - exact) <= 1e3 * (atol + 1e-6 * np.abs(exact))) else
+                    "remove the site from q (subtract natural parameters), compute Z, mean and variance of "
                     "Laplace(x | theta, b) N(theta | cavity), and divide the matching Gaussian by the cavity")
         raise Fail(f"{case}: your (site precision, site shift, log Z) is not right.", expected=exact, got=got, hint=hint)
     return n
@@ -397,17 +398,15 @@ def _check_ep_7(answer, rng):
     p = _adf_passes_exponent()
     if abs(val - p) <= 0.006:
         return 1
-    near = lambda t: abs(val - t) <= 0.006
-    if near(1.0):
-        hint = "1 is the prediction of the 1/k rule; run adf_probit and measure it"
-    elif near(_adf_passes_exponent(log=math.log)):
-        hint = "you used the natural logarithm; p is the slope on a log10 scale, log10 of the ratio"
-    elif near(_adf_passes_exponent(0)) or near(_adf_passes_exponent(1)):
-        hint = "that is the exponent of one variance; the exercise asks for the trace of the covariance"
-    elif near(0.5 * p):
-        hint = "that is half the exponent of the variances: take the trace of the covariance, not standard deviations"
-    else:
-        hint = "tile the order: order=np.tile(np.arange(20), k), prior variance 1, and compare the traces of .cov"
+    one_variance = "that is the exponent of one variance; the exercise asks for the trace of the covariance"
+    hint = match_hint(val, [
+        (1.0, "1 is the prediction of the 1/k rule; run adf_probit and measure it"),
+        (_adf_passes_exponent(log=math.log), "you used the natural logarithm; p is the slope on a log10 scale, log10 of "
+                                             "the ratio"),
+        (_adf_passes_exponent(0), one_variance), (_adf_passes_exponent(1), one_variance),
+        (0.5 * p, "that is half the exponent of the variances: take the trace of the covariance, not standard deviations"),
+    ], "tile the order: order=np.tile(np.arange(20), k), prior variance 1, and compare the traces of .cov",
+        rtol=0, atol=0.006)
     raise Fail(f"{case} is not what this experiment gives.", got=val, hint=hint)
 
 # %% ../nbs/solutions/02_ep.ipynb #8287f808
@@ -474,16 +473,17 @@ def _check_ep_9(answer, rng):
         exact = np.array(_leaky_reference(mean, var, c))
         if _close(got, exact, 1e-7, 1e-12):
             continue
-        if c > 0 and _close(got, _leaky_reference(mean, var, 0.0), 1e-6, 1e-10):
-            hint = "these are the moments of the ReLU (c = 0): the negative branch contributes c a, not 0"
-        elif _close(got[0], exact[0], 1e-7, 1e-12) and c > 0 and _close(got[1], _leaky_reference(mean, var, c, c)[1], 1e-6, 1e-10):
-            hint = "the mean is right; in the second moment the negative branch is (c a)^2 = c^2 a^2, not c a^2"
-        elif _close(got[0], exact[0], 1e-7, 1e-12) and _close(got[1], np.sqrt(exact[1]), 1e-6, 1e-10):
-            hint = "the second item is a standard deviation; return the variance"
-        elif _close(got[0], exact[0], 1e-7, 1e-12):
-            hint = "the mean is right and the variance is not: compute E z^2 branch by branch and subtract (E z)^2"
-        else:
-            hint = ("split E z at a = 0: the positive branch is the ReLU of the PBP notebook, the negative branch is "
+        hint = match_hint(got, [(np.array(_leaky_reference(mean, var, 0.0)), "these are the moments of the ReLU "
+                                 "(c = 0): the negative branch contributes c a, not 0")] if c > 0 else [],
+                          rtol=1e-6, atol=1e-10)
+        if hint is None:    # then the variance alone, when the mean is right
+            hint = (match_hint(got[1], [
+                        *([(_leaky_reference(mean, var, c, c)[1], "the mean is right; in the second moment the negative "
+                                                                  "branch is (c a)^2 = c^2 a^2, not c a^2")] if c > 0 else []),
+                        (np.sqrt(exact[1]), "the second item is a standard deviation; return the variance"),
+                    ], "the mean is right and the variance is not: compute E z^2 branch by branch and subtract (E z)^2",
+                        rtol=1e-6, atol=1e-10) if _close(got[0], exact[0], 1e-7, 1e-12) else
+                    "split E z at a = 0: the positive branch is the ReLU of the PBP notebook, the negative branch is "
                     "c times the partial mean of a over a < 0")
         expect_close(got, exact, case, rtol=1e-7, atol=1e-12, hint=hint, what="your (E z, Var z)")
     return n

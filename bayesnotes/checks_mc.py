@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import integrate, special, stats
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice
+from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 
 # %% auto #0
 __all__ = []
@@ -200,8 +200,9 @@ def _check_mc_4(answer, rng):
                            "you divided a standard deviation by sqrt(N); the plug-in standard error of the chapter is "
                            "sqrt(sum_n W_n^2 (f(x_n) - estimate)^2)": np.sqrt(W @ (fx - est) ** 2 / N),
                            "that is the variance; the standard error is its square root": se ** 2}
-                    hint = next((h for h, v in alt.items() if np.isclose(got[k], v, rtol=1e-6)),
-                                "the plug-in standard error is sqrt(sum_n W_n^2 (f(x_n) - estimate)^2)")
+                    hint = match_hint(got[k], [(v, h) for h, v in alt.items()],
+                                      "the plug-in standard error is sqrt(sum_n W_n^2 (f(x_n) - estimate)^2)",
+                                      rtol=1e-6, atol=1e-8)
                 else:
                     hint = ("ESS = (sum w)^2 / sum w^2 = 1 / sum W_n^2 with normalised W; it lies between 1 and N"
                             if not 1 - 1e-9 <= got[k] <= N * (1 + 1e-9) else
@@ -253,15 +254,15 @@ def _check_mc_5(answer, rng):
         if abs(g - exact) <= 1e-8 * exact:
             continue
         v = 2 * s * s - 1
-        if abs(g - s ** 2 / math.sqrt(v)) <= 1e-8 * exact:
-            hint = "your value is right for mu = 0 only: completing the square leaves a factor that depends on mu"
-        elif abs(g - (exact - 1)) <= 1e-8 * exact:
-            hint = "that is the variance of w; the question asks for its second moment E_q[w^2] (E_q[w] = 1)"
-        elif any(abs(g - s ** 2 / math.sqrt(v) * math.exp(k * mu ** 2 / v)) <= 1e-8 * exact for k in (0.5, 2.0)):
-            hint = "the exponent of the mu-dependent factor is off by a factor 2: complete the square once more"
-        else:
-            hint = ("write p(x)^2 / q(x) as one Gaussian exponent, complete the square in x and integrate; "
-                    "the mu-dependent factor comes from the constant left over")
+        factor_2 = "the exponent of the mu-dependent factor is off by a factor 2: complete the square once more"
+        hint = match_hint(g, [
+            (s ** 2 / math.sqrt(v), "your value is right for mu = 0 only: completing the square leaves a factor that "
+                                    "depends on mu"),
+            (exact - 1, "that is the variance of w; the question asks for its second moment E_q[w^2] (E_q[w] = 1)"),
+            (s ** 2 / math.sqrt(v) * math.exp(0.5 * mu ** 2 / v), factor_2),
+            (s ** 2 / math.sqrt(v) * math.exp(2.0 * mu ** 2 / v), factor_2),
+        ], "write p(x)^2 / q(x) as one Gaussian exponent, complete the square in x and integrate; the mu-dependent "
+           "factor comes from the constant left over", rtol=0, atol=1e-8 * exact)
         raise Fail(f"{case}: your second moment is not right.", got=g, hint=hint)
     return 6
 
@@ -290,16 +291,15 @@ def _check_mc_6(answer, rng):
         m2 = s * s / math.sqrt(2 * s * s - 1)
         tau2 = s * s / (2 * s * s - 1)
         var_sn = m2 * (3 * tau2 ** 2 - 2 * tau2 + 1)          # E_q[w^2 (x^2 - 1)^2]
-        if abs(got + exact) <= 1e-7 * abs(exact):
-            hint = ("the size is right, the sign is not: in E[A/B] the cross term -Cov(A, B) comes with a minus sign "
-                    "and the (B - 1)^2 term with a plus sign")
-        elif abs(got - var_sn) <= 1e-7 * var_sn:
-            hint = "that is the asymptotic variance N Var(I_SN), not the bias"
-        elif abs(got - (m2 - 1)) <= 1e-7 * m2 or abs(got - m2) <= 1e-7 * m2:
-            hint = "the bias also involves how the weights co-vary with f: expand A / B to second order in (A - I, B - 1)"
-        else:
-            hint = ("write I_SN = A / B with A the mean of w f and B the mean of w (both unbiased, E B = 1), expand to "
-                    "second order around (I, 1) and take expectations: each second-order term is a (co)variance / N")
+        no_cov = "the bias also involves how the weights co-vary with f: expand A / B to second order in (A - I, B - 1)"
+        hint = match_hint(got, [
+            (-exact, "the size is right, the sign is not: in E[A/B] the cross term -Cov(A, B) comes with a minus sign "
+                     "and the (B - 1)^2 term with a plus sign"),
+            (var_sn, "that is the asymptotic variance N Var(I_SN), not the bias"),
+        ], rtol=1e-7, atol=0) or match_hint(got, [(m2 - 1, no_cov), (m2, no_cov)],
+            "write I_SN = A / B with A the mean of w f and B the mean of w (both unbiased, E B = 1), expand to second "
+            "order around (I, 1) and take expectations: each second-order term is a (co)variance / N", rtol=0,
+            atol=1e-7 * m2)
         raise Fail(f"{case}: your coefficient is not right.", got=got, hint=hint)
     return 4
 
@@ -377,31 +377,33 @@ def _check_mc_8(answer, rng):
     g = as_array(got, (3,), case, "your three numbers")
     c, r_cv, r_anti = (float(v) for v in g)
     close = lambda x, y: abs(x - y) <= 1e-4 * abs(y)
-    near = lambda x, y: abs(x - y) <= 1e-2 * abs(y)
     digits = "close, but not to five significant digits: enter an exact expression (with np.e) or more digits"
+    # a value within 1% of the right one is told so; else the typical mistakes, to five significant digits
+    hint_for = lambda got, right, mistakes, default: (match_hint(got, [(right, digits)], rtol=1e-2, atol=0)
+                                                      or match_hint(got, mistakes, default, rtol=1e-4, atol=0))
     if not close(c, _C_STAR):
-        hint = (digits if near(c, _C_STAR) else
-                "the sign is wrong: e^U and U rise together, so the correction c (U - 1/2) must pull the other way"
-                if close(c, -_C_STAR) else
-                "check Var(U) for U ~ U(0, 1)" if close(c, -_COV_FG / (1 / 3)) or close(c, -_COV_FG * 3) else
-                "c* = -Cov(f, g) / Var(g): compute E[U e^U] by parts")
+        var_u = "check Var(U) for U ~ U(0, 1)"
+        hint = hint_for(c, _C_STAR, [
+            (-_C_STAR, "the sign is wrong: e^U and U rise together, so the correction c (U - 1/2) must pull the other way"),
+            (-_COV_FG / (1 / 3), var_u), (-_COV_FG * 3, var_u),
+        ], "c* = -Cov(f, g) / Var(g): compute E[U e^U] by parts")
         raise Fail("c_star is not right.", got=c, hint=hint)
     if not close(r_cv, _CV_RATIO):
         rho2 = 1 - _CV_RATIO
-        hint = (digits if near(r_cv, _CV_RATIO) else
-                "that is the inverse of the ratio asked for (the variance with the control variate over plain Monte "
-                "Carlo's is below 1)" if close(r_cv, 1 / _CV_RATIO) else
-                "the ratio is 1 - rho^2, with rho the correlation, not 1 - rho" if close(r_cv, 1 - math.sqrt(rho2)) else
-                "that is the fraction of the variance the control variate removes; the ratio asked for is what remains"
-                if close(r_cv, rho2) else
-                "Var[f_c*] = Var[f] - Cov(f, g)^2 / Var(g); divide by Var[f]; Var[e^U] = E[e^{2U}] - (e - 1)^2")
+        hint = hint_for(r_cv, _CV_RATIO, [
+            (1 / _CV_RATIO, "that is the inverse of the ratio asked for (the variance with the control variate over plain "
+                            "Monte Carlo's is below 1)"),
+            (1 - math.sqrt(rho2), "the ratio is 1 - rho^2, with rho the correlation, not 1 - rho"),
+            (rho2, "that is the fraction of the variance the control variate removes; the ratio asked for is what "
+                   "remains"),
+        ], "Var[f_c*] = Var[f] - Cov(f, g)^2 / Var(g); divide by Var[f]; Var[e^U] = E[e^{2U}] - (e - 1)^2")
         raise Fail("cv_ratio is not right.", got=r_cv, hint=hint)
     if not close(r_anti, _ANTI_RATIO):
-        hint = (digits if near(r_anti, _ANTI_RATIO) else
-                "that compares N antithetic pairs with N plain draws; compare at the same number of evaluations of f: "
-                "N/2 pairs against N draws" if close(r_anti, _ANTI_RATIO / 2) else
-                "that is the inverse of the ratio asked for" if close(r_anti, 1 / _ANTI_RATIO) else
-                "a pair mean has variance (Var f + Cov(f(U), f(1 - U))) / 2, and E[e^U e^{1-U}] = e")
+        hint = hint_for(r_anti, _ANTI_RATIO, [
+            (_ANTI_RATIO / 2, "that compares N antithetic pairs with N plain draws; compare at the same number of "
+                              "evaluations of f: N/2 pairs against N draws"),
+            (1 / _ANTI_RATIO, "that is the inverse of the ratio asked for"),
+        ], "a pair mean has variance (Var f + Cov(f(U), f(1 - U))) / 2, and E[e^U e^{1-U}] = e")
         raise Fail("anti_ratio is not right.", got=r_anti, hint=hint)
     return 3
 
@@ -436,9 +438,9 @@ def _check_mc_9(answer, rng):
                 "use the differences beta_t - beta_{t-1}, not the temperatures themselves": betas[1:] @ incr,
                 "the factors do not telescope: each one is evaluated at a different state x_{t-1}":
                     log_gamma(xs[-1]) - log_q0(xs[0])}
-        hint = next((h for h, v in alts.items() if np.allclose(got, v, rtol=1e-9, atol=1e-9)),
-                    "log w = sum over t = 1..T of (beta_t - beta_{t-1}) [log gamma(x_{t-1}) - log q0(x_{t-1})], "
-                    "with xs[t - 1] holding x_{t-1}")
+        hint = match_hint(got, [(v, h) for h, v in alts.items()],
+                          "log w = sum over t = 1..T of (beta_t - beta_{t-1}) [log gamma(x_{t-1}) - log q0(x_{t-1})], "
+                          "with xs[t - 1] holding x_{t-1}", rtol=1e-9, atol=1e-9)
         raise Fail(f"{case}: your log weights are not right.", expected=exact, got=got, hint=hint)
     return 4
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice
+from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 from .diagnostics import rhat
 
 
@@ -33,28 +33,23 @@ def _log_post_sigma(sigma, y, rate):
 
 def _hint_mcmc_1(got, exact, jump, n, dprior):
     "Which typical mistake a wrong log ratio looks like (jump = log(sigma_new / sigma), dprior = rate (sigma_new - sigma))."
-    tol = 1e-6 * (1 + abs(exact))
-    if abs(got - math.exp(min(exact, 50.0))) < tol or abs(got - min(1.0, math.exp(exact))) < tol:
-        return "return the log of the ratio, log r, not r itself or min(1, r)"
-    if exact > 0 and abs(got) < tol:
-        return "return log r itself, not min(0, log r): the sampler compares log u with log r"
-    d = got - exact
+    ratio = "return the log of the ratio, log r, not r itself or min(1, r)"
     named = [(-1, "your ratio has no proposal correction: the random walk is symmetric in log sigma, not in sigma "
                   "(write q(sigma_new | sigma) as a density of sigma_new)"),
              (-2, "your proposal correction points the wrong way: the Hastings factor is q(sigma | sigma_new) / "
                   "q(sigma_new | sigma)"),
              (1, "your proposal correction is counted twice: a Jacobian of log sigma and a Hastings ratio of the "
                  "log-normal proposal are the same factor here, keep one")]
-    for c, msg in named:
-        if abs(d - c * jump) < tol:
-            return msg
-    for k in (0, -1, -2, 1):
-        if abs(d - (n + k) * jump) < tol:
-            return "the normalising factor of the likelihood depends on sigma: it does not cancel in the ratio"
-    if any(abs(d - c * dprior) < tol for c in (1, -1, 2)):
-        return "look at the prior of sigma: it is missing or has the wrong sign"
-    return ("write log p(y | sigma) + log p(sigma) first (constants may go, they cancel), then add the log of "
-            "q(sigma | sigma_new) / q(sigma_new | sigma) for the proposal sigma_new = sigma exp(s xi)")
+    return match_hint(got, [
+        (math.exp(min(exact, 50.0)), ratio), (min(1.0, math.exp(exact)), ratio),
+        *([(0.0, "return log r itself, not min(0, log r): the sampler compares log u with log r")] if exact > 0 else []),
+        *[(exact + c * jump, msg) for c, msg in named],
+        *[(exact + (n + k) * jump, "the normalising factor of the likelihood depends on sigma: it does not cancel in "
+                                   "the ratio") for k in (0, -1, -2, 1)],
+        *[(exact + c * dprior, "look at the prior of sigma: it is missing or has the wrong sign") for c in (1, -1, 2)],
+    ], "write log p(y | sigma) + log p(sigma) first (constants may go, they cancel), then add the log of "
+       "q(sigma | sigma_new) / q(sigma_new | sigma) for the proposal sigma_new = sigma exp(s xi)",
+        rtol=0, atol=1e-6 * (1 + abs(exact)))
 
 
 @exercise("mcmc.1", "The MH ratio of a multiplicative random walk", "derive", stars=2, minutes=20,
@@ -231,15 +226,13 @@ def _check_mcmc_3(answer, rng):
     if np.array_equal(got, exact):
         return 1
     old = np.array([_first_below(_walk_matrix(21, (-1, 1)), s) for s in (10, 0)])
-    if np.array_equal(got, old):
-        hint = "these are the times of the +-1 walk of the chapter: change the proposal"
-    elif np.array_equal(got, exact[::-1]):
-        hint = "the pair is in the wrong order: (from the middle, from the end)"
-    elif np.all(got - exact == 1) or np.all(got - exact == -1):
-        hint = "off by one: report the first t at which the distance is below 0.01 (t = 0 is the start)"
-    else:
-        hint = ("build the proposal matrix with probability 1/6 for each step and the off-end mass on the diagonal, "
-                "then scan t with tv_to_stationary")
+    off_by_one = "off by one: report the first t at which the distance is below 0.01 (t = 0 is the start)"
+    hint = match_hint(got, [    # whole numbers of steps: equal exactly
+        (old, "these are the times of the +-1 walk of the chapter: change the proposal"),
+        (exact[::-1], "the pair is in the wrong order: (from the middle, from the end)"),
+        (exact + 1, off_by_one), (exact - 1, off_by_one),
+    ], "build the proposal matrix with probability 1/6 for each step and the off-end mass on the diagonal, then scan "
+       "t with tv_to_stationary", rtol=0, atol=0)
     raise Fail(f"{case} is not right.", got=got, hint=hint)
 
 # %% ../nbs/solutions/04_mcmc.ipynb #cb997f51
@@ -343,12 +336,9 @@ def _check_mcmc_5(answer, rng):
         ex, ep = _leapfrog_variant(grad, x0, p0, eps, n_steps, m)
         if np.allclose(gx, ex, rtol=1e-8, atol=1e-10) and np.allclose(gp, ep, rtol=1e-8, atol=1e-10):
             continue
-        hint = None
-        for name, msg in _LEAPFROG_MISTAKES.items():
-            vx, vp = _leapfrog_variant(grad, x0, p0, eps, n_steps, m, name)
-            if np.allclose(gx, vx, rtol=1e-8, atol=1e-10) and np.allclose(gp, vp, rtol=1e-8, atol=1e-10):
-                hint = msg
-                break
+        hint = match_hint(np.concatenate([gx, gp]),
+                          [(np.concatenate(_leapfrog_variant(grad, x0, p0, eps, n_steps, m, name)), msg)
+                           for name, msg in _LEAPFROG_MISTAKES.items()], rtol=1e-8, atol=1e-10)
         if hint is None:
             back = call(answer, grad, gx.copy(), gp.copy(), -eps, n_steps, m.copy(), case=case + " (run backwards)")
             bx, _ = _final_pair(back, d, case + " (run backwards)")
@@ -390,18 +380,15 @@ def _check_mcmc_6(answer, rng):
             continue
         orbit = [_leapfrog_oscillator(x, p, eps, omega, k) for k in (1, 2, 3)]
         conserved = all(abs(f(xx, pp) - got) <= 1e-8 * (1 + abs(got)) for xx, pp in orbit)
-        if abs(got - h) < 1e-9 * (1 + h):
-            hint = ("that is the energy H itself, which leapfrog does not conserve exactly: compare H before and "
-                    "after one step")
-        elif conserved:
-            hint = ("your quantity is conserved by the steps, but it is not of the requested form p^2/2 + g omega^2 "
-                    "x^2/2 with g -> 1 as the step size goes to 0: normalise it")
-        elif abs(got - (0.5 * (1 - (eps * omega) ** 2 / 4) * p ** 2 + 0.5 * omega ** 2 * x ** 2)) < 1e-9 * (1 + h):
-            hint = ("that is what the drift-kick-drift ordering conserves; the exercise uses kick-drift-kick (half "
-                    "kick, drift, half kick)")
-        else:
-            hint = ("your quantity changes along a leapfrog orbit: write one step as a 2x2 matrix F and look for "
-                    "a diagonal S with F' S F = S")
+        dkd = 0.5 * (1 - (eps * omega) ** 2 / 4) * p ** 2 + 0.5 * omega ** 2 * x ** 2
+        hint = (match_hint(got, [(h, "that is the energy H itself, which leapfrog does not conserve exactly: compare H "
+                                     "before and after one step")], rtol=0, atol=1e-9 * (1 + h))
+                or ("your quantity is conserved by the steps, but it is not of the requested form p^2/2 + g omega^2 "
+                    "x^2/2 with g -> 1 as the step size goes to 0: normalise it" if conserved else None)
+                or match_hint(got, [(dkd, "that is what the drift-kick-drift ordering conserves; the exercise uses "
+                                          "kick-drift-kick (half kick, drift, half kick)")],
+                              "your quantity changes along a leapfrog orbit: write one step as a 2x2 matrix F and look "
+                              "for a diagonal S with F' S F = S", rtol=0, atol=1e-9 * (1 + h)))
         raise Fail(f"{case}: your value is not right.", got=got, hint=hint)
     return 6
 
@@ -426,21 +413,18 @@ def _check_mcmc_7(answer, rng):
         return 1
     # one hint whatever the side of the limit (a hint that said "higher" or "lower" would allow bisection), except for
     # the values of three typical mistakes
-    if abs(got - math.sqrt(lam[0])) <= 0.01:
-        hint = ("that is the square root of the smallest eigenvalue of the covariance, a length of the target: compare "
-                "it with the stability condition of a leapfrog step in mcmc.6")
-    elif abs(got - 2 * math.sqrt(lam[1])) <= 0.01:
-        hint = "that is the limit for the widest direction of the target: the step must be stable in every direction"
-    elif abs(got - 2.0) <= 0.01:
-        hint = ("2 / omega with omega = 1 ignores the covariance: the frequencies of a Gaussian target are 1 / sqrt "
-                "of the eigenvalues of its covariance")
-    else:
-        hint = ("scan the step size on a grid of spacing 0.01 and run each with n_steps and with 2 n_steps: a stable "
-                "step gives an energy error of about the same size both times, an unstable one an error that grows "
-                "by orders of magnitude; report the smallest step size that explodes")
+    hint = match_hint(got, [
+        (math.sqrt(lam[0]), "that is the square root of the smallest eigenvalue of the covariance, a length of the "
+                            "target: compare it with the stability condition of a leapfrog step in mcmc.6"),
+        (2 * math.sqrt(lam[1]), "that is the limit for the widest direction of the target: the step must be stable in "
+                                "every direction"),
+        (2.0, "2 / omega with omega = 1 ignores the covariance: the frequencies of a Gaussian target are 1 / sqrt of "
+              "the eigenvalues of its covariance"),
+    ], "scan the step size on a grid of spacing 0.01 and run each with n_steps and with 2 n_steps: a stable step gives "
+       "an energy error of about the same size both times, an unstable one an error that grows by orders of magnitude; "
+       "report the smallest step size that explodes", rtol=0, atol=0.01)
     raise Fail(f"{case} is not within 0.01 of the step size where the leapfrog energy error starts to explode.",
                got=got, hint=hint)
-
 
 # %% ../nbs/solutions/04_mcmc.ipynb #e9b8d9db
 # mcmc.8
@@ -548,16 +532,14 @@ def _check_mcmc_9(answer, rng):
         if abs(got - exact) <= 1e-9:
             continue
         half = 2 / math.pi * math.atan(min(s, 1 / s))
-        if abs(got - half) < 1e-7:
-            hint = "that is one of the two terms of eq. (3): the stationary rate counts both orders of the pair"
-        elif abs(got - 4 / math.pi * math.atan(1 / s)) < 1e-7 or abs(got - 4 / math.pi * math.atan(s)) < 1e-7:
-            hint = ("your formula holds on one side of s = 1 only: the weight w = pi / q decreases in |x| when "
-                    "s > 1 and increases when s < 1, which reverses the event w(Y) > w(X)")
-        elif not 0 <= got <= 1:
-            hint = "an acceptance rate lies between 0 and 1"
-        else:
-            hint = ("use eq. (3): which pairs (X, Y) have w(Y) > w(X)? Then the ratio of two independent centred "
-                    "normals has a Cauchy law")
+        one_side = ("your formula holds on one side of s = 1 only: the weight w = pi / q decreases in |x| when s > 1 "
+                    "and increases when s < 1, which reverses the event w(Y) > w(X)")
+        hint = match_hint(got, [
+            (half, "that is one of the two terms of eq. (3): the stationary rate counts both orders of the pair"),
+            (4 / math.pi * math.atan(1 / s), one_side), (4 / math.pi * math.atan(s), one_side),
+        ], rtol=0, atol=1e-7) or ("an acceptance rate lies between 0 and 1" if not 0 <= got <= 1 else
+                                  "use eq. (3): which pairs (X, Y) have w(Y) > w(X)? Then the ratio of two independent "
+                                  "centred normals has a Cauchy law")
         raise Fail(f"{case}: your acceptance rate is not right.", got=got, hint=hint)
     return 6
 
@@ -742,20 +724,17 @@ def _check_mcmc_11(answer, rng):
             n_cases += 1
             if abs(got - exact) <= 1e-9 * (1 + abs(exact)):
                 continue
-            d, lam = got - exact, x[1]
-            if abs(d + J * lam) < 1e-7 * (1 + abs(exact)):
-                hint = "the change of variables from theta to eta has a Jacobian: it is missing"
-            elif abs(d + 2 * J * lam) < 1e-7 * (1 + abs(exact)):
-                hint = "the Jacobian enters with the wrong sign: write theta as a function of eta and differentiate"
-            elif any(abs(d - c * lam) < 1e-7 * (1 + abs(exact)) for c in (-J + 1, -J - 1, -1, 1, 1 - 2 * J)):
-                hint = ("count the Jacobian factors: one per group; the Jacobian of tau = exp(lambda) is already "
-                        "inside logp_c")
-            elif abs(got - logp_c(x)) < 1e-7 * (1 + abs(exact)):
-                hint = "you evaluated logp_c at eta itself: map eta to theta first"
-            elif abs(got - logp_c(np.concatenate([x[:2], x[0] + lam * x[2:]])) - J * lam) < 1e-7 * (1 + abs(exact)):
-                hint = "tau is exp(lambda), not lambda"
-            else:
-                hint = "evaluate logp_c at theta = mu + tau * eta and add the log of the Jacobian of that map"
+            lam = x[1]
+            hint = match_hint(got, [
+                (exact - J * lam, "the change of variables from theta to eta has a Jacobian: it is missing"),
+                (exact - 2 * J * lam, "the Jacobian enters with the wrong sign: write theta as a function of eta and "
+                                      "differentiate"),
+                *[(exact + c * lam, "count the Jacobian factors: one per group; the Jacobian of tau = exp(lambda) is "
+                                    "already inside logp_c") for c in (-J + 1, -J - 1, -1, 1, 1 - 2 * J)],
+                (logp_c(x), "you evaluated logp_c at eta itself: map eta to theta first"),
+                (logp_c(np.concatenate([x[:2], x[0] + lam * x[2:]])) + J * lam, "tau is exp(lambda), not lambda"),
+            ], "evaluate logp_c at theta = mu + tau * eta and add the log of the Jacobian of that map",
+                rtol=0, atol=1e-7 * (1 + abs(exact)))
             raise Fail(f"{pcase}: your log density is not right.", got=got, hint=hint)
     return n_cases
 

@@ -11,7 +11,7 @@ from scipy import integrate, special, stats
 import autograd.numpy as anp
 from autograd import jacobian
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice
+from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 from .vae import kl_std_normal
 from .vqvae import quantize
 
@@ -20,12 +20,6 @@ def _txt(x, precision=4):
     "A short printout of a number or an array for the case descriptions."
     with np.printoptions(precision=precision, suppress=True, threshold=12, edgeitems=2):
         return " ".join(np.array2string(np.asarray(x, float)).split())
-
-
-def _like(got, ref, tol=1e-7):
-    "True when the float array `got` equals `ref` (same shape) to within tol (relative to the scale of ref)."
-    got, ref = np.asarray(got, float), np.asarray(ref, float)
-    return got.shape == ref.shape and bool(np.all(np.abs(got - ref) <= tol * (1 + np.abs(ref))))
 
 
 def _parts(got, n, case, names):
@@ -72,14 +66,14 @@ def _check_vae_1(answer, rng):
         if np.any(got < -1e-12):
             raise Fail(f"{case}: a KL divergence is never negative.", got=got,
                        hint="check the signs of the log terms: log sigma_p - log sigma_q")
-        if _like(got, _kl_diag_ref(mp, lsp, mq, lsq)):
-            hint = "that is KL(p || q): the first argument of the KL is the encoder's q"
-        elif _constant_offset(got, exact):
-            hint = "your values are off by the same constant: count the -1/2 once per coordinate"
-        elif _like(got, np.sum(lsp - lsq + (np.exp(lsq) + (mq - mp) ** 2) / (2 * np.exp(lsp)) - 0.5, axis=-1)):
-            hint = "you used standard deviations where the formula has variances (sigma = exp(log_sigma))"
-        else:
-            hint = "write KL = E_q[log q - log p] for one coordinate; E_q[(z - mu_p)^2] = sigma_q^2 + (mu_q - mu_p)^2"
+        hint = match_hint(got, [(_kl_diag_ref(mp, lsp, mq, lsq), "that is KL(p || q): the first argument of the KL "
+                                                                 "is the encoder's q")], rtol=1e-7, atol=1e-7) or (
+            "your values are off by the same constant: count the -1/2 once per coordinate"
+            if _constant_offset(got, exact) else
+            match_hint(got, [(np.sum(lsp - lsq + (np.exp(lsq) + (mq - mp) ** 2) / (2 * np.exp(lsp)) - 0.5, axis=-1),
+                              "you used standard deviations where the formula has variances (sigma = exp(log_sigma))")],
+                       "write KL = E_q[log q - log p] for one coordinate; E_q[(z - mu_p)^2] = sigma_q^2 + (mu_q - mu_p)^2",
+                       rtol=1e-7, atol=1e-7))
         expect_close(got, exact, case, rtol=1e-9, atol=1e-10, hint=hint)
     return n_cases
 
@@ -103,13 +97,13 @@ def _check_vae_2(answer, rng):
         case = f"case {i + 1} of {len(settings)}: n = {n} images, D = {D} pixels, L = {L} grey levels, {what}"
         got = as_array(call(answer, x, logits, case=case), (n,), case)
         exact = _log_cat_ref(x, logits)
-        if _like(got, np.sum(np.take_along_axis(logits, x[..., None], -1)[..., 0], axis=-1)):
-            hint = "a logit is not a log probability: subtract the log of the normaliser sum_l exp(logit_l) of each pixel"
-        elif np.any(got > 1e-9):
-            hint = "a log probability of a discrete outcome is never positive: check the normalisation over the L levels"
-        else:
-            hint = ("normalise over the L grey levels of each pixel (the last axis), then pick the level x_j of each "
-                    "pixel and sum over the pixels")
+        hint = match_hint(got, [(np.sum(np.take_along_axis(logits, x[..., None], -1)[..., 0], axis=-1),
+                                 "a logit is not a log probability: subtract the log of the normaliser sum_l "
+                                 "exp(logit_l) of each pixel")], rtol=1e-7, atol=1e-7) or (
+            "a log probability of a discrete outcome is never positive: check the normalisation over the L levels"
+            if np.any(got > 1e-9) else
+            "normalise over the L grey levels of each pixel (the last axis), then pick the level x_j of each pixel and "
+            "sum over the pixels")
         expect_close(got, exact, case, rtol=1e-9, atol=1e-9, hint=hint)
     return len(settings)
 
@@ -158,18 +152,17 @@ def _check_vae_3(answer, rng):
         got = as_array(call(answer, x, W, b, s, mu, sigma, case=case), (len(x),), case)
         exact = _linear_elbo_ref(x, W, b, s, mu, sigma)
         plug_in = exact + sigma ** 2 @ np.sum(W ** 2, 0) / (2 * s ** 2)
-        if _like(got, plug_in):
-            hint = ("you evaluated log p(x | z) at z = mu only: E_q ||x - W z - b||^2 also has a term from the spread "
-                    "of q (E_q[z z^T] = mu mu^T + diag sigma^2)")
-        elif _constant_offset(got, exact):
-            hint = "your values are off by the same constant: check the normalising term of N(x | W z + b, s^2 I) (D dimensions)"
-        elif _like(got, exact + 2 * kl_std_normal(mu, np.log(sigma))):
-            hint = "the KL term is subtracted from the expected log-likelihood"
-        elif _like(got, exact + kl_std_normal(mu, np.log(sigma))):
-            hint = "the ELBO also has the KL term: only the expected log-likelihood is there"
-        else:
-            hint = ("expand E_q[log N(x | W z + b, s^2 I)] with E_q[z] = mu and Cov_q(z) = diag sigma^2, then subtract "
-                    "the closed-form KL of the chapter")
+        # the plug-in first, then a constant offset, then the KL slips
+        hint = match_hint(got, [(plug_in, "you evaluated log p(x | z) at z = mu only: E_q ||x - W z - b||^2 also has a "
+                                          "term from the spread of q (E_q[z z^T] = mu mu^T + diag sigma^2)")], rtol=1e-7, atol=1e-7) or (
+            "your values are off by the same constant: check the normalising term of N(x | W z + b, s^2 I) (D dimensions)"
+            if _constant_offset(got, exact) else
+            match_hint(got, [
+                (exact + 2 * kl_std_normal(mu, np.log(sigma)), "the KL term is subtracted from the expected log-likelihood"),
+                (exact + kl_std_normal(mu, np.log(sigma)), "the ELBO also has the KL term: only the expected "
+                                                           "log-likelihood is there"),
+            ], "expand E_q[log N(x | W z + b, s^2 I)] with E_q[z] = mu and Cov_q(z) = diag sigma^2, then subtract the "
+               "closed-form KL of the chapter", rtol=1e-7, atol=1e-7))
         expect_close(got, exact, case, rtol=1e-9, atol=1e-9, hint=hint, reveal=False)
     return n_cases
 
@@ -198,13 +191,11 @@ def _check_vae_4(answer, rng):
         sig, gap = as_array(sig, (d,), case, "sigma"), as_array(gap, (), case, "the gap")
         sig_ref, gap_ref = _best_diag_ref(W, s)
         Sigma = np.linalg.inv(np.eye(d) + W.T @ W / s ** 2)
-        if _like(sig, np.sqrt(np.diag(Sigma))):
-            hint = ("these are the marginal sds of the posterior, which the other KL, KL(p || q), would pick; minimise "
-                    "KL(q || p) over sigma_k: differentiate it")
-        elif _like(sig, 1 / np.sqrt(np.diag(np.eye(d) + W.T @ W))):
-            hint = "the likelihood's precision is W^T W / s^2, not W^T W"
-        else:
-            hint = "write KL(q || p(z | x)) with the posterior precision Lambda and set its derivative in sigma_k to 0"
+        hint = match_hint(sig, [
+            (np.sqrt(np.diag(Sigma)), "these are the marginal sds of the posterior, which the other KL, KL(p || q), "
+                                      "would pick; minimise KL(q || p) over sigma_k: differentiate it"),
+            (1 / np.sqrt(np.diag(np.eye(d) + W.T @ W)), "the likelihood's precision is W^T W / s^2, not W^T W"),
+        ], "write KL(q || p(z | x)) with the posterior precision Lambda and set its derivative in sigma_k to 0", rtol=1e-7, atol=1e-7)
         expect_close(sig, sig_ref, case, rtol=1e-9, atol=1e-12, hint=hint, reveal=False, what="sigma")
         if gap < -1e-12:
             hint = "the gap is a KL divergence, never negative: check the sign of log det"
@@ -237,12 +228,11 @@ def _check_vae_5(answer, rng):
         bound, ess = _parts(got, 2, case, "a pair (bound, ess)")
         bound, ess = as_array(bound, (n,), case, "the bound"), as_array(ess, (n,), case, "the ESS")
         b_ref, e_ref = _iwae_ess_ref(log_w)
-        if _like(bound, log_w.mean(0)):
-            hint = "that is the average of the log weights (the ELBO estimate): the bound is the log of the average weight"
-        elif _like(bound, b_ref + np.log(K)):
-            hint = "the bound is the log of the average weight, not of the sum"
-        else:
-            hint = "compute log((1/K) sum_k exp(l_k)) with scipy.special.logsumexp over the K samples (axis 0)"
+        hint = match_hint(bound, [
+            (log_w.mean(0), "that is the average of the log weights (the ELBO estimate): the bound is the log of the "
+                            "average weight"),
+            (b_ref + np.log(K), "the bound is the log of the average weight, not of the sum"),
+        ], "compute log((1/K) sum_k exp(l_k)) with scipy.special.logsumexp over the K samples (axis 0)", rtol=1e-7, atol=1e-7)
         expect_close(bound, b_ref, case, rtol=1e-9, atol=1e-9, hint=hint, what="the bound")
         if np.any(ess < 1 - 1e-9) or np.any(ess > K + 1e-9):
             hint = "an effective sample size lies between 1 and K"
@@ -429,17 +419,14 @@ def _check_vae_9(answer, rng):
         k = int(np.argmax(z))
         taus = np.array(_CONCRETE_TAUS)
         one_corner = stats.logistic.sf(taus * np.log(99) - 1.0)
-        if np.any(val < 0) or np.any(val > 1):
-            hint = "a share lies between 0 and 1"
-        elif np.all(np.abs(val - one_corner) < 6 * se):
-            hint = "count the draws near either corner: the largest entry of y, not y_1"
-        elif np.all(np.abs(val - _one_hot_share(taus, special.expit(1.) - special.expit(-1.))) < 6 * se):
-            hint = "gumbel_softmax takes logits, not probabilities"
-        elif np.all(np.abs(val - _one_hot_share(taus, 1., 0.9)) < 6 * se):
-            hint = "the largest entry must exceed 0.99, not 0.9"
-        else:
-            hint = ("use logits (1, 0), count the draws whose largest entry exceeds 0.99, with 100 000 draws at each "
-                    "temperature, and give the shares in the order tau = 0.05, 0.2, 0.5, 1")
+        hint = ("a share lies between 0 and 1" if np.any(val < 0) or np.any(val > 1) else
+                match_hint(val, [   # within 6 binomial standard errors of the right shares at every temperature
+                    (one_corner, "count the draws near either corner: the largest entry of y, not y_1"),
+                    (_one_hot_share(taus, special.expit(1.) - special.expit(-1.)), "gumbel_softmax takes logits, not "
+                                                                                   "probabilities"),
+                    (_one_hot_share(taus, 1., 0.9), "the largest entry must exceed 0.99, not 0.9"),
+                ], "use logits (1, 0), count the draws whose largest entry exceeds 0.99, with 100 000 draws at each "
+                   "temperature, and give the shares in the order tau = 0.05, 0.2, 0.5, 1", rtol=0, atol=6 * se))
         raise Fail(f"{case}: the share at tau = {_CONCRETE_TAUS[k]} is {z[k]:.1f} binomial standard errors from the exact "
                    f"one; a correct experiment is this far off with probability below 1e-6.", got=val, hint=hint)
     return len(_CONCRETE_TAUS)
@@ -458,17 +445,14 @@ def _check_vae_10(answer, rng):
         got = as_array(call(answer, L, case=case), (n,), case)
         exact = special.logsumexp(L, axis=1)
         soft = special.softmax(L, axis=1)
-        if _like(got, L.max(1)):
-            hint = ("that is q putting all its mass on the best label; the entropy term rewards spreading q: maximise "
-                    "over the whole simplex (a Lagrange multiplier for sum_y q(y) = 1)")
-        elif _like(got, np.sum(soft * L, axis=1)):
-            hint = "you have the right q but forgot the entropy H(q) in the value"
-        elif _like(got, exact - np.log(C)):
-            hint = "L(x, y) already contains log p(y): no further -log C"
-        elif _like(got, L.mean(1)) or _like(got, L.mean(1) + np.log(C)):
-            hint = "the uniform q is not the best q unless all L(x, y) are equal"
-        else:
-            hint = "maximise sum_y q(y) L(x, y) - sum_y q(y) log q(y) over q with sum_y q(y) = 1, then put q back in"
+        uniform = "the uniform q is not the best q unless all L(x, y) are equal"
+        hint = match_hint(got, [
+            (L.max(1), "that is q putting all its mass on the best label; the entropy term rewards spreading q: "
+                       "maximise over the whole simplex (a Lagrange multiplier for sum_y q(y) = 1)"),
+            (np.sum(soft * L, axis=1), "you have the right q but forgot the entropy H(q) in the value"),
+            (exact - np.log(C), "L(x, y) already contains log p(y): no further -log C"),
+            (L.mean(1), uniform), (L.mean(1) + np.log(C), uniform),
+        ], "maximise sum_y q(y) L(x, y) - sum_y q(y) log q(y) over q with sum_y q(y) = 1, then put q back in", rtol=1e-7, atol=1e-7)
         expect_close(got, exact, case, rtol=1e-9, atol=1e-9, hint=hint, reveal=False)
     return len(settings)
 
@@ -503,15 +487,15 @@ def _check_vae_11(answer, rng):
         r = np.linalg.norm(z - z0, axis=1)
         a = 1 + beta / (alpha + r)
         b = a - beta * r / (alpha + r) ** 2           # the eigenvalue of the radial direction
-        if _like(got, d * np.log(a)):
-            hint = "the direction along z - z0 is stretched differently: h(r) depends on r, and its derivative enters"
-        elif _like(got, d * np.log(a) + np.log(b)):
-            hint = "how many eigenvalues of the Jacobian equal 1 + beta h(r)? The radial direction has its own"
-        elif _like(got, (d - 1) * np.log(a) + np.log(a + beta * r / (alpha + r) ** 2)):
-            hint = "check the sign of h'(r) for h(r) = 1 / (alpha + r)"
-        else:
-            hint = ("write the Jacobian as (1 + beta h) I + beta h'(r) (z - z0)(z - z0)^T / r and use the matrix "
-                    "determinant lemma, as for the planar layer")
+        hint = match_hint(got, [
+            (d * np.log(a), "the direction along z - z0 is stretched differently: h(r) depends on r, and its "
+                            "derivative enters"),
+            (d * np.log(a) + np.log(b), "how many eigenvalues of the Jacobian equal 1 + beta h(r)? The radial direction "
+                                        "has its own"),
+            ((d - 1) * np.log(a) + np.log(a + beta * r / (alpha + r) ** 2), "check the sign of h'(r) for h(r) = "
+                                                                            "1 / (alpha + r)"),
+        ], "write the Jacobian as (1 + beta h) I + beta h'(r) (z - z0)(z - z0)^T / r and use the matrix determinant "
+           "lemma, as for the planar layer", rtol=1e-7, atol=1e-7)
         expect_close(got, exact, case, rtol=1e-8, atol=1e-8, hint=hint, reveal=False)
     return 4
 
@@ -554,29 +538,23 @@ def _check_vae_12(answer, rng):
                        hint="k = argmin_j |z_e - e_j|^2 over the K rows of the codebook, for every vector (indices from 0)")
         diff = z_e - E[k_ref]
         gz = as_array(got[1], (n, D), case, "grad_z_e")
-        if _like(gz, -2 * beta * diff):
-            hint = "the reconstruction term reaches z_e too: the straight-through estimator copies g to z_e"
-        elif _like(gz, g - 2 * diff):
-            hint = "beta weighs the commitment term, the one that moves the encoder"
-        elif _like(gz, g - 2 * (1 + beta) * diff):
-            hint = "sg[z_e] in the codebook term stops its gradient to z_e"
-        else:
-            hint = "differentiate g . z_q (straight-through: d z_q / d z_e = I) and the commitment term in z_e"
+        hint = match_hint(gz, [
+            (-2 * beta * diff, "the reconstruction term reaches z_e too: the straight-through estimator copies g to z_e"),
+            (g - 2 * diff, "beta weighs the commitment term, the one that moves the encoder"),
+            (g - 2 * (1 + beta) * diff, "sg[z_e] in the codebook term stops its gradient to z_e"),
+        ], "differentiate g . z_q (straight-through: d z_q / d z_e = I) and the commitment term in z_e", rtol=1e-7, atol=1e-7)
         expect_close(gz, gz_ref, case, rtol=1e-9, atol=1e-9, hint=hint, what="grad_z_e")
         gE = as_array(got[2], (K, D), case, "grad_codebook")
         naive = np.zeros_like(E)
         naive[k_ref] += 2 * diff
-        if _like(gE, naive):
-            hint = ("several vectors share a code: G[k] += ... with a repeated index adds only one of them "
-                    "(np.add.at adds them all)")
-        elif _like(gE, gE_ref + _scatter(g, k_ref, K)):
-            hint = "no reconstruction gradient reaches the codebook: the straight-through path ends at z_e"
-        elif _like(gE, beta * gE_ref):
-            hint = "beta weighs the commitment term, not the codebook term"
-        elif _like(gE, -gE_ref):
-            hint = "check the sign: J is maximised, and the codebook term pulls e_j towards its vectors"
-        else:
-            hint = "the codebook term is -sum |sg[z_e] - e_k|^2: sum its derivative over the vectors assigned to each code"
+        hint = match_hint(gE, [
+            (naive, "several vectors share a code: G[k] += ... with a repeated index adds only one of them "
+                    "(np.add.at adds them all)"),
+            (gE_ref + _scatter(g, k_ref, K), "no reconstruction gradient reaches the codebook: the straight-through "
+                                             "path ends at z_e"),
+            (beta * gE_ref, "beta weighs the commitment term, not the codebook term"),
+            (-gE_ref, "check the sign: J is maximised, and the codebook term pulls e_j towards its vectors"),
+        ], "the codebook term is -sum |sg[z_e] - e_k|^2: sum its derivative over the vectors assigned to each code", rtol=1e-7, atol=1e-7)
         expect_close(gE, gE_ref, case, rtol=1e-9, atol=1e-9, hint=hint, what="grad_codebook")
     return 3
 

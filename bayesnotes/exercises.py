@@ -28,7 +28,7 @@ _REGISTRY: dict = {}
 
 # %% auto #0
 __all__ = ['KINDS', 'CHAPTERS', 'CheckResult', 'check', 'Exercise', 'Fail', 'StudentError', 'exercise', 'exercises',
-           'get_exercise', 'call', 'as_array', 'expect_close', 'z_bound', 'expect_mean', 'expect_choice']
+           'get_exercise', 'call', 'as_array', 'expect_close', 'z_bound', 'expect_mean', 'expect_choice', 'match_hint']
 
 # %% ../nbs/00e_exercises.ipynb #74c75ae2
 class CheckResult(NamedTuple):
@@ -453,6 +453,40 @@ def expect_choice(got,        # the student's choice
     if norm(got) != norm(correct):
         raise Fail(f"{case}: that is not the right option.", hint=hint)
 
+# %% ../nbs/00e_exercises.ipynb #5d2e7f41
+def match_hint(got,              # the answer (a number or an array), or a statistic of it
+               mistakes,         # typical mistakes, in order of preference: (value, hint) pairs; (value, hint, sd) triples with `within`
+               default=None,     # the hint when `got` matches none of them
+               rtol:float=1e-7,  # relative tolerance of a match of a (value, hint) pair
+               atol:float=1e-9,  # absolute tolerance of a match of a pair (a number, or an array shaped like `got`)
+               within:float|None=None, # random answers: a triple matches when every |got - value| <= within * sd
+              ):
+    """The hint of the typical mistake that `got` is. Pairs: the first whose value has the shape of `got`, is finite and
+    equals it to within `atol + rtol * |value|` (np.allclose). Triples (`within` given): of those within `within`
+    standard deviations `sd` (their own: the sd of `got` under that mistake) in every coordinate, the nearest in those
+    units, max |got - value| / sd, the first listed on a tie. `default` when none matches."""
+    g = np.asarray(got, dtype=float)
+    best, hint = math.inf, default
+    for m in mistakes:
+        value, h = np.asarray(m[0], dtype=float), m[1]
+        if value.shape != g.shape or not np.all(np.isfinite(value)):
+            continue
+        if within is None:
+            if len(m) != 2:
+                raise ValueError("match_hint: a mistake with an sd, (value, hint, sd), needs `within`")
+            if np.allclose(g, value, rtol=rtol, atol=atol):
+                return h
+            continue
+        if len(m) != 3:
+            raise ValueError("match_hint: with `within`, every mistake is (value, hint, sd)")
+        sd = np.broadcast_to(np.asarray(m[2], dtype=float), g.shape)
+        if not (np.all(np.isfinite(sd)) and np.all(sd > 0)):
+            raise ValueError(f"match_hint: the sd of a mistake must be finite and > 0, got {m[2]}")
+        z = float(np.max(np.abs(g - value) / sd)) if g.size else 0.0
+        if z <= within and z < best:
+            best, hint = z, h
+    return hint
+
 # %% ../nbs/00e_exercises.ipynb #0ca90911
 @exercise("demo.1", "The log density of a normal", "implement", stars=1, minutes=5, solution="normal_logpdf")
 def _check_demo_1(answer, rng):
@@ -466,12 +500,12 @@ def _check_demo_1(answer, rng):
         case = f"case {i + 1} of 4: normal_logpdf(x, mu={mu:.4g}, sigma={sigma:.4g}) with x = {_short(x, 120)}"
         got = as_array(call(answer, x, mu, sigma, case=case), x.shape, case)
         diff = got - exact
-        hint = ("these are the densities, not their logs: the exercise asks for the log density"
-                if np.allclose(got, np.exp(exact), rtol=1e-6, atol=1e-12) else
-                "your values are all off by the same constant: check the normalising term"
-                if np.ptp(diff) < 1e-6 * (1 + np.abs(exact).max()) else
-                "your values are off by different amounts: check the quadratic term, and that you divide by sigma, "
-                "not sigma squared, inside it")
+        hint = match_hint(got, [(np.exp(exact), "these are the densities, not their logs: the exercise asks for the "
+                                                "log density")], rtol=1e-6, atol=1e-12) or (
+            "your values are all off by the same constant: check the normalising term"
+            if np.ptp(diff) < 1e-6 * (1 + np.abs(exact).max()) else
+            "your values are off by different amounts: check the quadratic term, and that you divide by sigma, not "
+            "sigma squared, inside it")
         expect_close(got, exact, case, rtol=1e-8, atol=1e-10, hint=hint)
     return 4
 
@@ -483,11 +517,11 @@ def _check_demo_2(answer, rng):
     case = "your number"
     got = call(answer, case="calling your function (with no arguments)") if callable(answer) else answer
     val = float(as_array(got, (), case, "your answer"))
-    near = lambda v: abs(val - v) <= 1e-6 * abs(v)
-    if not near(0.4):
-        hint = ("that is the variance of one draw" if near(4) else
-                "that is a standard deviation, not a variance" if near(0.4 ** 0.5) else
-                "you divided the standard deviation 2, not the variance 4, by n" if near(0.2) else
-                "write the mean as a sum divided by n and use that the variance of a sum of independent terms adds")
+    if abs(val - 0.4) > 1e-6 * 0.4:
+        hint = match_hint(val, [(4, "that is the variance of one draw"),
+                                (0.4 ** 0.5, "that is a standard deviation, not a variance"),
+                                (0.2, "you divided the standard deviation 2, not the variance 4, by n")],
+                          "write the mean as a sum divided by n and use that the variance of a sum of independent "
+                          "terms adds", rtol=1e-6, atol=0)
         raise Fail(f"{case} is not the variance of the sample mean.", got=val, hint=hint)
     return 1
