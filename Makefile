@@ -37,7 +37,7 @@ help:
 	@echo "make tag-cells     give the chapter notebooks their website cell options (tools/tag_cells.py; idempotent)"
 	@echo "make export   nbdev_export + nbdev_clean + README after editing notebooks"
 	@echo "make test-slow     the longer statistical checks (pytest -m slow), outside make test"
-	@echo "make test-arviz    install the optional ArviZ extra into the venv and check to_arviz against ArviZ"
+	@echo "make test-arviz    add the optional ArviZ extra (settings.ini: arviz_requirements) to .venv, then check to_arviz against ArviZ"
 	@echo "make seed-sweep    rerun the statistical tests with every algorithm seed shifted, 20 offsets, table"
 	@echo "make seed-sweep-long  the fast seeded tests (under 2 s each) over 200 offsets: rare failures, local optima"
 	@echo "make nb-margins    run every notebook for SEED=0..19 and tabulate each assert's margin"
@@ -59,7 +59,8 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests
 
-# ArviZ is an optional extra (settings.ini: arviz_requirements), not in the locked dev environment: this installs it
+# ArviZ is an optional extra (settings.ini: arviz_requirements = arviz>=0.21,<1), not in the locked environment: this
+# adds it to .venv (it stays there: `make test` then runs the ArviZ comparisons too; rebuild .venv to drop it)
 test-arviz: $(STAMP)
 	$(PY) -m pip install --quiet $$(sed -n 's/^arviz_requirements *= *//p' settings.ini)
 	$(PY) -m pytest -p no:xdist tests/test_arviz.py nbs/04b_diagnostics.ipynb

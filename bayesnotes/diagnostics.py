@@ -523,69 +523,236 @@ def e_bfmi(energy):   # Hamiltonian at each transition, (chain, draw) or (draw,)
         return np.where(const, np.nan, num / np.where(const, 1.0, den))
 
 # %% ../nbs/04b_diagnostics.ipynb #85dedc11
+from collections.abc import Mapping
+from .utils import check_finite
+
+_ARVIZ_PIN = "arviz>=0.21,<1"   # settings.ini's arviz_requirements: the ArviZ versions whose definitions the book follows
+
 def _arviz():
+    "Import ArviZ, with an install hint when it is missing; refuse ArviZ 1.x, whose `from_dict` takes one nested dict."
     try:
         import arviz
-    except ImportError:
-        raise ImportError("to_arviz needs ArviZ, an optional extra: pip install arviz "
-                          "(or pip install 'bayesnotes[arviz]')") from None
+    except ModuleNotFoundError as e:
+        if e.name != "arviz":    # ArviZ is there but broken (a dependency missing): show that, not "not installed"
+            raise
+        raise ModuleNotFoundError(f"to_arviz needs ArviZ, an optional extra: pip install '{_ARVIZ_PIN}' "
+                                  "(or pip install 'bayesnotes[arviz]')", name="arviz") from None
+    version = str(getattr(arviz, "__version__", "0"))
+    major = version.split(".")[0]
+    if major.isdigit() and int(major) >= 1:
+        raise ImportError(f"to_arviz is written for ArviZ 0.21 to 0.x and ArviZ {version} is installed (1.0 changed "
+                          f"from_dict and the InferenceData it returns): pip install '{_ARVIZ_PIN}'")
     return arviz
 
+_DEFAULT_NAME = "x"               # the MCMC chapter's symbol for the sampled point, and the diagnostics' argument
+_RESERVED = ("chain", "draw")     # ArviZ's sample dimensions: a variable of that name would be dropped silently
+_GRADIENT_KERNELS = ("mala", "hmc", "nuts")   # kernels whose `step_size` is a step size and `n_grad` counts steps
 
-def _draws_3d(x, name):
-    x = np.asarray(x, dtype=float)
-    if x.ndim == 2:
-        x = x[..., None]
-    if x.ndim != 3:
-        raise ValueError(f"{name} must have shape (chain, draw, dim) or (chain, draw), got {x.shape}")
-    return x
+def _draws(x, name, stacklevel=5):
+    "Validated draws (chain, draw, *shape), a float copy: 1-d is one chain, the layout warning and finite check of `_as_chains`."
+    try:
+        a, shape = _as_chains(x, name, stacklevel=stacklevel)
+    except ValueError as e:               # (draw, dim) of one chain read as many chains of a few draws: say so
+        s = np.shape(x) if not isinstance(x, (str, bytes)) else ()
+        if len(s) >= 2 and s[1] < _MIN_DRAWS <= s[0]:
+            raise ValueError(f"{e}. The layout is (chain, draw[, dim]): pass one chain (draw, dim) as x[None]") from None
+        raise
+    return a.reshape(a.shape[:2] + tuple(shape)).copy()
 
+def _per_draw(value, shape, name):
+    "A per-draw statistic of a result, copied and checked to be (chain, draw)."
+    a = np.array(value, copy=True)
+    if a.shape != shape:
+        raise ValueError(f"`result.{name}` must be shaped (chain, draw) = {shape} like the draws, got {a.shape}")
+    return a
 
-def to_arviz(result,           # an `MCMCResult` of `sample`, a `VIResult` of `advi`, a weighted-particle result (`particles`, `weights`) of the SMC samplers, or draws (chain, draw[, dim])
-             var_names=None,   # one name per coordinate (each becomes a scalar variable); None: one variable "theta" of shape (dim,)
-             n_draws:int=1000, # draws taken from q (VI) or resampled from the particles (SMC); MCMC keeps its own
-             rng=None,         # random generator or seed (SPEC 7) for those draws
-            ):
-    """ArviZ's `InferenceData` of a result, for ArviZ's plots and diagnostics (ArviZ is an optional extra). MCMC draws
-    keep their (chain, draw) layout, and the per-draw statistics go to `sample_stats` under ArviZ's names (`lp`,
-    `acceptance_rate`, `diverging`, `energy`, `tree_depth`, `n_steps`, `step_size`). A variational fit gives `n_draws`
-    independent draws from q, and weighted particles `n_draws` multinomial resamples, each as one chain: their R-hat and
-    ESS then describe those draws, not a Markov chain."""
-    az = _arviz()
+def _mcmc_stats(result, shape):
+    "sample_stats of an `MCMCResult` under ArviZ's names; HMC names (step_size, n_steps, energy) only for kernels that have them."
+    st, kernel = result.stats, getattr(result, "kernel", None)
+    out = {"lp": _per_draw(st.logdensity, shape, "stats.logdensity"),
+           "acceptance_rate": _per_draw(st.accept_prob, shape, "stats.accept_prob"),
+           "diverging": _per_draw(st.divergent, shape, "stats.divergent").astype(bool)}
+    if kernel in ("hmc", "nuts"):
+        out["energy"] = _per_draw(st.energy, shape, "stats.energy")
+    if kernel == "nuts":
+        out["tree_depth"] = _per_draw(st.tree_depth, shape, "stats.tree_depth")
+    step = np.asarray(result.step_size, dtype=float)
+    step = np.repeat(step[:, None], shape[1], axis=1) if step.shape == shape[:1] else None
+    if kernel in _GRADIENT_KERNELS:
+        out["n_steps"] = _per_draw(st.n_grad, shape, "stats.n_grad")       # leapfrog steps = gradient evaluations
+        if step is not None:
+            out["step_size"] = step
+    elif kernel in ("rwmh", "slice"):   # no step size and no gradient: their own quantity under its own name
+        if step is not None:
+            out["proposal_scale" if kernel == "rwmh" else "width_factor"] = step
+        out["n_evals"] = _per_draw(st.n_eval, shape, "stats.n_eval")
+    else:                                # a kernel factory: `sample` hands it `step_size`; its gradient count as such
+        if step is not None:
+            out["step_size"] = step
+        out["n_grad"] = _per_draw(st.n_grad, shape, "stats.n_grad")
+    return out
+
+# other results with draws (chain, draw, ...): the per-draw fields they may have and ArviZ's name for each
+_DRAW_STATS = {"accept_prob": "acceptance_rate", "logdensity": "lp", "step_size": "step_size",
+               "accepted": "accepted", "log_evidence": "log_evidence"}
+
+def _weighted(result):
+    "Particles (N, ...) and normalised weights (N,) of a weighted-sample result (weights or log_weights)."
+    P = getattr(result, "particles", None)
+    P = getattr(result, "samples", None) if P is None else P
+    P = check_finite("result.particles", P)
+    if P.ndim == 0:
+        raise ValueError(f"result.particles must be shaped (N, ...), got a scalar")
+    if getattr(result, "weights", None) is not None:
+        W = check_finite("result.weights", result.weights)
+        if W.shape != P.shape[:1] or np.any(W < 0) or not W.sum() > 0:
+            raise ValueError(f"result.weights must be non-negative, not all zero, one per particle ({P.shape[0]},); "
+                             f"got shape {W.shape}")
+        W = W / W.sum()
+    else:
+        lw = np.asarray(result.log_weights, dtype=float)
+        if lw.shape != P.shape[:1] or np.any(np.isnan(lw) | (lw == np.inf)) or not np.any(np.isfinite(lw)):
+            raise ValueError(f"result.log_weights must be finite or -inf, not all -inf, one per particle "
+                             f"({P.shape[0]},); got shape {lw.shape}")
+        W = np.exp(lw - special.logsumexp(lw))
+    return P, W / W.sum()
+
+def _result_draws(result, n_draws, rng):
+    "Draws (chain, draw, ...), sample_stats and attrs of one result; `n_draws` only for q, Laplace and particles."
+    kind = type(result).__name__
+    has_draws = hasattr(result, "draws")
+    from_q = hasattr(getattr(result, "q", None), "sample")
+    laplace = hasattr(result, "mode") and hasattr(result, "cov")
+    particles = ((hasattr(result, "particles") or hasattr(result, "samples"))
+                 and (hasattr(result, "weights") or hasattr(result, "log_weights")))
+    if not (from_q or laplace or particles):
+        if n_draws is not None:
+            raise ValueError(f"n_draws={n_draws!r} applies to a variational fit, a Laplace approximation or weighted "
+                             "particles; draws (chain, draw, ...) are converted as they are")
+        if has_draws:
+            x = _draws(result.draws, "result.draws", stacklevel=6)
+            if hasattr(result, "stats") and hasattr(result.stats, "accept_prob"):    # `MCMCResult` of `sample`
+                return x, _mcmc_stats(result, x.shape[:2]), {"inference": f"MCMC ({kind}, kernel {result.kernel})"}
+            stats_ = {new: np.array(getattr(result, old), copy=True) for old, new in _DRAW_STATS.items()
+                      if np.shape(getattr(result, old, None)) == x.shape[:2]}
+            if "accepted" in stats_:
+                stats_["accepted"] = stats_["accepted"].astype(bool)
+            return x, stats_, {"inference": f"MCMC ({kind})"}
+        if isinstance(result, tuple) and hasattr(result, "_fields"):
+            raise TypeError(f"to_arviz takes a result with `draws` (chain, draw, ...), a variational fit (`q`), a "
+                            f"Laplace approximation (`mode`, `cov`), weighted particles (`particles` or `samples` with "
+                            f"`weights` or `log_weights`), a dict of draws or an array; got a {kind} (for a result "
+                            "holding several arrays of draws, pass them as a dict, e.g. result._asdict())")
+        return _draws(result, "result", stacklevel=6), {}, {}
     rng = as_rng(rng)
-    stats_ = {}
-    if hasattr(result, "draws") and hasattr(result, "stats"):            # MCMCResult
-        x = _draws_3d(result.draws, "result.draws")
-        st = result.stats
-        stats_ = {"lp": st.logdensity, "acceptance_rate": st.accept_prob, "diverging": st.divergent.astype(bool),
-                  "n_steps": st.n_grad}
-        if getattr(result, "kernel", None) in ("hmc", "nuts"):
-            stats_["energy"] = st.energy
-        if getattr(result, "kernel", None) == "nuts":
-            stats_["tree_depth"] = st.tree_depth
-        step = np.asarray(result.step_size, dtype=float)
-        if step.ndim == 1 and step.shape[0] == x.shape[0]:
-            stats_["step_size"] = np.repeat(step[:, None], x.shape[1], axis=1)
-    elif hasattr(result, "q") and hasattr(result.q, "sample"):          # VIResult
-        x = result.q.sample(check_count("n_draws", n_draws), rng=rng)[None]
-    elif hasattr(result, "particles") and hasattr(result, "weights"):   # weighted particles
-        P = np.asarray(result.particles, dtype=float)
-        W = np.asarray(result.weights, dtype=float)
-        if P.ndim == 1:
-            P = P[:, None]
-        if P.ndim != 2 or W.shape != P.shape[:1] or not np.all(np.isfinite(W)) or np.any(W < 0) or W.sum() <= 0:
-            raise ValueError(f"result.particles must be (N, dim) and result.weights (N,) non-negative, got {P.shape} and {W.shape}")
-        x = P[rng.choice(len(W), size=check_count("n_draws", n_draws), p=W / W.sum())][None]
-    elif isinstance(result, np.ndarray):
-        x = _draws_3d(result, "result")
+    if particles:
+        P, W = _weighted(result)
+        n = check_count("n_draws", P.shape[0] if n_draws is None else n_draws, _MIN_DRAWS)
+        x = P[rng.choice(P.shape[0], size=n, p=W)][None]
+        ess = 1.0 / float(np.sum(W ** 2))
+        attrs = {"inference": f"weighted particles ({kind})", "n_particles": int(P.shape[0]), "weight_ess": ess,
+                 "resampling": f"{n} multinomial draws from {P.shape[0]} weighted particles (weight ESS {ess:.1f}): "
+                               "ArviZ's ESS and MCSE of these draws are not the Monte Carlo error of the particle "
+                               "estimate; use weight_ess or repeated runs"}
+        log_z = getattr(result, "log_evidence", None)
+        if log_z is not None and np.ndim(log_z) == 0:
+            attrs["log_evidence"] = float(log_z)
+        return x, {}, attrs
+    n = check_count("n_draws", 1000 if n_draws is None else n_draws, _MIN_DRAWS)
+    if from_q:
+        x = np.asarray(result.q.sample(n, rng=rng), dtype=float)[None]
+        what = f"variational ({kind})"
     else:
-        raise TypeError(f"result must be an MCMCResult, a VIResult, a result with particles and weights, or an array; "
-                        f"got {type(result).__name__}")
+        mode, cov = check_finite("result.mode", result.mode), check_finite("result.cov", result.cov)
+        x = rng.multivariate_normal(np.atleast_1d(mode), np.atleast_2d(cov), size=n, method="cholesky")[None]
+        what = f"Laplace approximation ({kind})"
+    return x, {}, {"inference": what, "sampling": f"{n} independent draws from the approximation: their ESS and "
+                   "MCSE are those of estimates of its expectations; its distance to the posterior shows in none of them"}
+
+def _split_names(x, var_names):
+    "Posterior variables {name: (chain, draw, ...)} of one array of draws, named as `var_names` says."
     if var_names is None:
-        posterior = {"theta": x}
+        return {_DEFAULT_NAME: x}
+    if isinstance(var_names, str):
+        raise ValueError(f"var_names must be a list of names (one per coordinate) or a dict {{name: index or slice}}, "
+                         f"got the str {var_names!r}: write [{var_names!r}] for one coordinate")
+    if x.ndim < 3:                       # (chain, draw): one quantity, which a list of one name names
+        if isinstance(var_names, Mapping):
+            raise ValueError("var_names as a dict needs draws with a coordinate axis (chain, draw, dim); "
+                             "these are (chain, draw): give one name, [name]")
+        x = x[:, :, None]
+    if isinstance(var_names, Mapping):
+        post = {}
+        for name, index in var_names.items():
+            try:
+                post[name] = np.array(x[:, :, index], copy=True)
+            except (IndexError, TypeError, ValueError) as e:
+                raise ValueError(f"var_names[{name!r}] = {index!r} must index the coordinate axis of length "
+                                 f"{x.shape[2]} (an int, a slice or a list of ints): {e}") from None
+        return post
+    names = list(var_names)
+    if len(names) != x.shape[2] or len(set(map(repr, names))) != len(names):
+        raise ValueError(f"var_names must give {x.shape[2]} distinct names, one per coordinate, got {names}")
+    return {n: x[:, :, i].copy() for i, n in enumerate(names)}
+
+def _check_names(post, dims, coords):
+    "Variable names distinct strings, none a sample or coordinate dimension; dims and coords consistent with the shapes."
+    dims = {} if dims is None else dict(dims)
+    for v in dims:
+        if v not in post:
+            raise ValueError(f"dims names {v!r}, which is not a variable: the variables are {list(post)}")
+        if isinstance(dims[v], str) or len(dims[v]) != post[v].ndim - 2:
+            raise ValueError(f"dims[{v!r}] must name {post[v].ndim - 2} dimension(s) of shape {post[v].shape[2:]}, "
+                             f"got {dims[v]!r}")
+    dim_size = {}
+    for v, a in post.items():
+        for i, d in enumerate(dims.get(v, [f"{v}_dim_{i}" for i in range(a.ndim - 2)])):
+            if not isinstance(d, str) or d in _RESERVED or dim_size.setdefault(d, a.shape[2 + i]) != a.shape[2 + i]:
+                raise ValueError(f"dimension {d!r} of {v!r}: dimension names must be strings other than "
+                                 f"{_RESERVED}, of one length wherever they are used")
+    for v in post:
+        if not isinstance(v, str) or not v or v in _RESERVED or v in dim_size:
+            raise ValueError(f"variable name {v!r}: names must be non-empty strings other than {_RESERVED} and "
+                             f"the dimension names {sorted(dim_size)}")
+    coords = {} if coords is None else {d: list(c) for d, c in coords.items()}
+    for d, c in coords.items():
+        if d not in dim_size or len(c) != dim_size[d]:
+            raise ValueError(f"coords[{d!r}] must label a dimension of the variables ({dim_size}) with one value "
+                             f"per index, got {len(c)} value(s)")
+    return dims or None, coords or None
+
+def _arviz_data(result, var_names=None, n_draws=None, rng=None, dims=None, coords=None):
+    "The keyword arguments of `arviz.from_dict` for `to_arviz` (posterior, sample_stats, attrs, dims, coords), as copies."
+    if isinstance(result, Mapping):      # {name: draws (chain, draw, ...)}: the variables, named
+        if var_names is not None or n_draws is not None:
+            raise ValueError("a dict of draws is converted as it is: its keys are the names (var_names and n_draws "
+                             "do not apply)")
+        post = {name: _draws(v, f"result[{name!r}]") for name, v in result.items()}
+        if len({a.shape[:2] for a in post.values()}) > 1:
+            raise ValueError(f"the draws of a dict must share (chain, draw), got "
+                             f"{ {k: a.shape[:2] for k, a in post.items()} }")
+        stats_, attrs = {}, {"inference": "draws"}
     else:
-        names = list(var_names)
-        if len(names) != x.shape[2] or len(set(names)) != len(names):
-            raise ValueError(f"var_names must give {x.shape[2]} distinct names, one per coordinate, got {names}")
-        posterior = {n: x[:, :, i] for i, n in enumerate(names)}
-    return az.from_dict(posterior=posterior, sample_stats=stats_ or None)
+        x, stats_, attrs = _result_draws(result, n_draws, rng)
+        post = _split_names(x, var_names)
+    if not post:
+        raise ValueError("no variables to convert (var_names or the dict is empty)")
+    dims, coords = _check_names(post, dims, coords)
+    return {"posterior": post, "sample_stats": stats_ or None, "attrs": attrs, "dims": dims, "coords": coords}
+
+def to_arviz(result,            # a result with `draws` (chain, draw, ...) (`MCMCResult` of `sample`, MH variants, SG-MCMC, PIMH), a variational fit (`q`), a `LaplaceResult`, weighted particles (SMC samplers, AIS, importance sampling), a dict {name: draws}, or draws (chain, draw, ...); 1-d is one chain
+             var_names=None,    # None: one variable "x"; a list: one name per coordinate (scalar variables); a dict {name: index or slice} of the coordinate axis (a slice keeps a vector)
+             n_draws:int=None,  # draws from q or the Laplace Gaussian (default 1000), or resampled from the particles (default: the number of particles); an error for draws
+             rng=None,          # random generator or seed (SPEC 7) for those draws
+             dims:dict=None,    # {variable: [dimension name per trailing axis]}, passed to `arviz.from_dict`
+             coords:dict=None,  # {dimension name: labels}, passed to `arviz.from_dict`
+            ):
+    """ArviZ's `InferenceData` of a result, for ArviZ's plots and diagnostics (ArviZ 0.21 to 0.x, an optional extra).
+    Draws keep their (chain, draw) layout and are copied; an `MCMCResult`'s per-draw statistics go to `sample_stats`
+    under ArviZ's names (`lp`, `acceptance_rate`, `diverging`; `energy` for HMC and NUTS, `tree_depth` for NUTS, `step_size`
+    and `n_steps` for MALA, HMC and NUTS; `proposal_scale` or `width_factor` and `n_evals` for rwmh and slice). A
+    variational fit or a Laplace approximation gives `n_draws` independent draws, weighted particles `n_draws` multinomial
+    resamples (weight ESS in `attrs`), each as one chain: ArviZ's R-hat of one chain is NaN, and the ESS and MCSE of
+    resampled particles are not the Monte Carlo error of the particle estimate."""
+    az = _arviz()
+    return az.from_dict(**_arviz_data(result, var_names, n_draws, rng, dims, coords))
