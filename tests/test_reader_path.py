@@ -127,6 +127,46 @@ def test_figure_draws_the_declared_edges(chapters, labels):
         plt.close(fig)
 
 
+def test_figure_arrows_enter_no_other_box(chapters, labels):
+    """Geometry, not gids: every arrow's drawn path (body and head, in data coordinates) enters no box but its two ends,
+    so no arrow can be read as two arrows through an unrelated chapter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig = cg.fig_chapter_graph(chapters, labels)
+    try:
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        inv = ax.transData.inverted()
+        boxes = {p.get_gid()[4:]: p.get_extents().transformed(inv) for p in ax.patches
+                 if (p.get_gid() or "").startswith("box:")}
+        assert set(boxes) == set(chapters)
+        bad, n_arrows = [], 0
+        for p in ax.patches:
+            gid = p.get_gid() or ""
+            if "->" not in gid:
+                continue
+            n_arrows += 1
+            a, b = gid.removeprefix("soft:").split("->")
+            paths, _ = p._get_path_in_displaycoord()
+            for path in paths:
+                for poly in path.to_polygons(closed_only=False):
+                    q = inv.transform(poly)
+                    pts = np.concatenate([np.linspace(q[i], q[i + 1], 50) for i in range(len(q) - 1)] + [q])
+                    for n, bb in boxes.items():
+                        e = 0.005                           # a line may touch a box edge, not enter it
+                        if n not in (a, b) and ((pts[:, 0] > bb.x0 + e) & (pts[:, 0] < bb.x1 - e)
+                                                & (pts[:, 1] > bb.y0 + e) & (pts[:, 1] < bb.y1 - e)).any():
+                            bad.append(f"{gid} passes through the box of {n}")
+        assert n_arrows == len(cg.edges(chapters)) + len(cg.soft_edges(chapters))
+        assert not bad, "\n".join(sorted(set(bad)))
+    finally:
+        plt.close(fig)
+
+
 def test_page_draws_the_figure_from_the_parser():
     "The page's figure cell imports the same parser (not a copy) and hides its code."
     cells = json.loads((NBS / "how_to_use.ipynb").read_text(encoding="utf-8"))["cells"]
@@ -146,8 +186,8 @@ def test_page_is_in_the_sidebar_after_the_landing_page():
 def test_three_tracks_closed_under_prerequisites(chapters):
     tracks = cg.read_tracks(NBS / "how_to_use.ipynb")
     assert len(tracks) == 3, [t.title for t in tracks]
-    needs = cg.exercises(NBS / "exercises")
-    problems = [p for t in tracks for p in cg.track_problems(t, chapters, needs)]
+    needs, refs = cg.exercises(NBS / "exercises"), cg.exercise_refs(NBS / "exercises")
+    problems = [p for t in tracks for p in cg.track_problems(t, chapters, needs, refs)]
     assert not problems, "\n".join(problems)
     for t in tracks:
         assert t.sessions, f"{t.title} has no sessions"
@@ -165,6 +205,56 @@ def test_track_checker_catches_mistakes(chapters):
     t = cg.Track("T", [("x", "00_core.ipynb")], [(1, [("x", "03_montecarlo.ipynb"), ("x", "04_mcmc.ipynb"),
                                                      ("x", "04b_diagnostics.ipynb")], ["mcmc.8"])])
     assert cg.track_problems(t, chapters, needs) == []
+
+
+def test_track_checker_catches_unmet_assumptions_soft_uses_and_exercise_references(chapters):
+    """The assumed chapters' prerequisites must be assumed too; a chapter used ahead or by one section must be read by
+    the session that finishes the chapter; an exercise that builds on another needs it set no later."""
+    import copy
+
+    needs, refs = cg.exercises(NBS / "exercises"), cg.exercise_refs(NBS / "exercises")
+    x = lambda *fs: [("x", f) for f in fs]
+    # assumes chapter 5 but none of 3, 4, 4b that it needs
+    t = cg.Track("T", x("00_core.ipynb", "05_smc.ipynb"), [(1, x("05b_gaussian_filters.ipynb"), ["smc.3"])])
+    found = "\n".join(cg.track_problems(t, chapters, needs, refs))
+    for p in ("03_montecarlo", "04_mcmc.ipynb", "04b_diagnostics"):
+        assert f"assumes 05_smc.ipynb, which needs {p}" in found, found
+    t = cg.Track("T", x("00_core.ipynb", "03_montecarlo.ipynb", "04_mcmc.ipynb", "04b_diagnostics.ipynb",
+                        "05_smc.ipynb"), [(1, x("05b_gaussian_filters.ipynb"), ["smc.3"])])
+    assert cg.track_problems(t, chapters, needs, refs) == []
+    # one section of chapter 7 uses 2b, read only in a later session
+    ch = copy.deepcopy(chapters)
+    if ("2b Probabilistic backpropagation", "02b_pbp.ipynb") not in ch["07_bnn.ipynb"].soft:
+        ch["07_bnn.ipynb"].soft.append(("2b Probabilistic backpropagation", "02b_pbp.ipynb"))
+    base = x("00_core.ipynb", "03_montecarlo.ipynb", "04_mcmc.ipynb", "04b_diagnostics.ipynb")
+    late = cg.Track("T", base, [(1, x("01_vi.ipynb", "04d_sgmcmc.ipynb", "07_bnn.ipynb"), ["bnn.1"]),
+                                (2, x("02_ep.ipynb", "02b_pbp.ipynb"), ["ep.9"])])
+    assert any("07_bnn.ipynb uses 02b_pbp.ipynb" in p for p in cg.track_problems(late, ch, needs, refs))
+    ok = cg.Track("T", base, [(1, x("01_vi.ipynb", "04d_sgmcmc.ipynb", "07_bnn.ipynb"), ["bnn.1"]),
+                              (2, x("02_ep.ipynb", "02b_pbp.ipynb", "07_bnn.ipynb"), ["ep.9"])])
+    assert cg.track_problems(ok, ch, needs, refs) == []
+    # mc.3 builds on mc.2; vae.6 on vae.4, and so on the chapter vae.4 needs
+    t = cg.Track("T", x("00_core.ipynb"), [(1, x("03_montecarlo.ipynb"), ["mc.3"]), (2, x("03_montecarlo.ipynb"), ["mc.2"])])
+    assert any("exercise mc.3 builds on exercise mc.2" in p for p in cg.track_problems(t, chapters, needs, refs))
+    t = cg.Track("T", x("00_core.ipynb"), [(1, x("03_montecarlo.ipynb"), ["mc.2", "mc.3"])])
+    assert cg.track_problems(t, chapters, needs, refs) == []
+    assert "08d_vae_flows.ipynb" in needs["vae.6"] and "08d_vae_flows.ipynb" in needs["vae.14"]
+
+
+def test_exercise_references():
+    """An exercise builds on the exercises its text mentions, except a pointer ahead in the same problem set and the
+    mentions of `EXERCISE_NOT_NEEDED`, each of which is still in the exercise's text."""
+    refs = cg.exercise_refs(NBS / "exercises")
+    assert refs["mc.3"] == {"mc.2"} and "mc.3" not in refs["mc.2"]          # mc.2 says "you need it in mc.3"
+    assert refs["vae.6"] == {"vae.4"} and refs["vae.4"] == {"vae.3"} and refs["mcmc.7"] == {"mcmc.6"}
+    text = {}
+    for p in sorted((NBS / "exercises").glob("*.ipynb")):
+        for c in json.loads(p.read_text(encoding="utf-8"))["cells"]:
+            if c["cell_type"] == "markdown" and (m := cg.EX_ID.match(cg._src(c))):
+                text[m.group(1)] = cg._src(c)
+    for e, skip in cg.EXERCISE_NOT_NEEDED.items():
+        assert all(s in text[e] for s in skip), f"{e} no longer mentions {skip}: drop it from EXERCISE_NOT_NEEDED"
+        assert not skip & refs[e]
 
 
 def test_exercise_ids_and_their_chapters():

@@ -30,12 +30,16 @@ LINE = re.compile(r"^\*\*Before this chapter:\*\* (?P<pre>none|\[[^\]]+\]\([^)\s
                   r" · \*\*(?P<mark>Core|Optional)\*\*(?: · (?P<note>\S.*))?$")
 CHAPTER_LINK = re.compile(r"\]\(\.\./(0[^)#/\s]*\.ipynb)(?:#[^)\s]*)?\)")  # from a problem set to a chapter
 EX_ID = re.compile(r"^##\s+([a-z]+\.\d+)\s+·", re.M)
+EX_MENTION = re.compile(r"\b((?:vi|ep|mc|mcmc|smc|decision|bnn|vae)\.\d+)\b")  # an exercise id in a text
 
 # Exercises whose extra chapter is named only in the introduction of their problem set, not in the exercise itself
 # (nbs/exercises/03_montecarlo, 05_smc and 07_bnn; tests/test_reader_path.py checks that each intro says so).
 EXERCISE_EXTRA = {"mc.9": {"03b_ais.ipynb"}, "mc.10": {"03b_ais.ipynb"}, "mc.12": {"03b_ais.ipynb"},
                   "smc.3": {"05b_gaussian_filters.ipynb"}, "smc.11": {"05c_particle_mcmc.ipynb"},
                   "bnn.5": {"01_vi.ipynb"}, "bnn.6": {"01_vi.ipynb"}, "bnn.13": {"04b_diagnostics.ipynb"}}
+
+# Exercises that mention another exercise without building on it (tests/test_reader_path.py checks the mention is there)
+EXERCISE_NOT_NEEDED = {"mcmc.7": {"mcmc.5"}}   # "run the chapter's integrator `mcmc.leapfrog` (not your own of mcmc.5)"
 
 
 @dataclass
@@ -221,6 +225,7 @@ def fig_chapter_graph(chapters: dict | None = None, labels: dict | None = None):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
+    from matplotlib.path import Path as MPath
 
     chapters = read_chapters() if chapters is None else chapters
     labels = labels or {}
@@ -306,37 +311,136 @@ def fig_chapter_graph(chapters: dict | None = None, labels: dict | None = None):
         ch = chapters[n]
         p = FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0,rounding_size=0.05",
                            fc=core_c if ch.core else opt_c, ec=core_c, lw=1.2 if ch.core else 0.9,
-                           ls="-" if ch.core else (0, (3, 2)), zorder=3)
+                           ls="-" if ch.core else (0, (3, 2)), zorder=3, gid=f"box:{n}")
         ax.add_patch(p)
         patch[n] = p
         ax.text(*centre[n], text[n], ha="center", va="center", fontsize=FC if ch.core else FS, zorder=4,
                 fontweight="bold" if ch.core else "normal", color="white" if ch.core else "black", linespacing=LH)
-
-    def hits(pts, skip, margin=0.05):
-        "How many boxes (other than `skip`) the polyline `pts` enters, and how far it leaves the drawing."
-        out = 0
-        for n, (x0, y0, x1, y1) in box.items():
-            if n in skip:
-                continue
-            inside = ((pts[:, 0] > x0 - margin) & (pts[:, 0] < x1 + margin) &
-                      (pts[:, 1] > y0 - margin) & (pts[:, 1] < y1 + margin))
-            out += bool(inside.any())
-        off = (pts[:, 1] > TOP + 0.35).any() or (pts[:, 1] < 0.02).any() or (pts[:, 0] < 0.02).any() \
-            or (pts[:, 0] > W - 0.02).any()
-        return out + 3 * off
-
-    def arc(a, b, rad):
-        (x1, y1), (x2, y2) = a, b
-        cx, cy = (x1 + x2) / 2 + rad * (y2 - y1), (y1 + y2) / 2 - rad * (x2 - x1)
-        t = np.linspace(0, 1, 80)[:, None]
-        return (1 - t) ** 2 * np.array(a) + 2 * t * (1 - t) * np.array((cx, cy)) + t ** 2 * np.array(b)
 
     def style(soft):
         return dict(arrowstyle="-|>", mutation_scale=10, lw=1.0 if not soft else 1.1, zorder=1,
                     color=soft_c if soft else edge_c, alpha=0.85 if not soft else 0.95,
                     ls=(0, (4, 2)) if soft else "-")
 
-    used_trunks = {}
+    # Routing. Every arrow is a polyline that enters no box but its two ends (`route` raises rather than accept one
+    # that does): a comb from an anchor down its stack; otherwise the shortest free candidate among a straight
+    # segment between facing sides, and routes that leave a side horizontally, run vertically in a gap between
+    # columns (which holds no box), horizontally along a free channel (between boxes, or over the top of the
+    # drawing), vertically in another gap and horizontally into a side of the target.
+    CLEAR, LANE, HEAD = 0.03, 0.035, 0.08              # clearance from boxes, lane spacing, room for an arrowhead (in)
+    names = list(box)
+    idx = {n: i for i, n in enumerate(names)}
+    R = np.array([box[n] for n in names])
+    col_of = {n: col[n] if n in col else (col[anchor[n]] if n in anchor else n_cols - 1) for n in names}
+    gap_x = []                                         # usable x-interval of the gap left of column k, k = 0..n_cols
+    for k in range(n_cols + 1):
+        lo = max((box[n][2] for n in names if col_of[n] == k - 1), default=0.05)
+        hi = min((box[n][0] for n in names if col_of[n] == k), default=W - 0.05)
+        gap_x.append((lo + CLEAR, hi - CLEAR))
+    chan = set()                                       # y of horizontal channels: between boxes, and over the top
+    for k in range(n_cols):
+        ys = sorted((box[n][1], box[n][3]) for n in names if col_of[n] == k)
+        for (_, top_), (bot_, _) in zip(ys, ys[1:]):
+            if bot_ - top_ > 0.15:                     # not between a box and the next of its stack
+                mid, half = (top_ + bot_) / 2, (bot_ - top_) / 2 - 2 * CLEAR
+                chan |= {round(mid + s * j * LANE, 3) for j in range(3) for s in (-1, 1) if j * LANE <= half}
+    chan |= {round(TOP + CLEAR + 0.03 + j * LANE, 3) for j in range(4)}
+    drawn = []                                         # (vertical?, fixed coordinate, lo, hi, a, b) of drawn segments
+
+    def blocked(P, a, b):
+        "Whether the polyline P (k, 2) enters a box other than a and b (with clearance), or a or b away from its ends."
+        p0, d = P[:-1, None, :], (P[1:] - P[:-1])[:, None, :]
+        lo, hi = R[None, :, :2] - CLEAR, R[None, :, 2:] + CLEAR
+        inside = (p0 > lo) & (p0 < hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t1, t2 = (lo - p0) / d, (hi - p0) / d
+        tmin = np.where(d == 0, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2)).max(2)
+        tmax = np.where(d == 0, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2)).min(2)
+        hit = np.minimum(tmax, 1) - np.maximum(tmin, 0) > 1e-9          # (segments, boxes)
+        own = hit[:, [idx[a], idx[b]]].copy()
+        hit[:, [idx[a], idx[b]]] = False
+        if hit.any() or own[1:, 0].any() or own[:-1, 1].any():        # the ends may only touch their own box
+            return True
+        return bool((P[:, 0] < 0.03).any() or (P[:, 0] > W - 0.03).any() or (P[:, 1] < 0.03).any()
+                    or (P[:, 1] > TOP + 0.22).any())
+
+    def overlap(P, a, b):
+        "How much of P runs along an arrow already drawn that shares neither end with it."
+        out = 0.0
+        for p, q in zip(P[:-1], P[1:]):
+            v = p[0] == q[0]
+            if not v and p[1] != q[1]:
+                continue
+            f, lo_, hi_ = (p[0], *sorted((p[1], q[1]))) if v else (p[1], *sorted((p[0], q[0])))
+            for v2, f2, lo2, hi2, a2, b2 in drawn:
+                if v2 == v and abs(f2 - f) < 0.025 and a2 != a and b2 != b:
+                    out += max(0.0, min(hi_, hi2) - max(lo_, lo2))
+        return out
+
+    def port(n, side, dy=0.0):
+        x0, y0, x1, y1 = box[n]
+        return np.array((x1 if side > 0 else x0, (y0 + y1) / 2 + dy))
+
+    def route(a, b, soft):
+        "The best free polyline from box a to box b (a soft one leaves and enters a little lower)."
+        dy = -0.06 if soft else 0.0
+        pb_dy = dy - (0.04 if b in anchor else 0.0)    # a stacked box's comb enters at +0.04
+        cands = []
+        ca, cb = centre[a], centre[b]
+        if box[b][0] > box[a][2] or box[b][2] < box[a][0]:             # a straight segment between facing sides
+            s = 1 if box[b][0] > box[a][2] else -1
+            P = np.array([port(a, s, dy), port(b, -s, pb_dy)])
+            cands.append((np.hypot(*(P[1] - P[0])) * (1.0 if P[0][1] == P[1][1] else 1.15), P, None))
+        for sa in (1, -1):
+            pa = port(a, sa, dy)
+            for i1 in ((col_of[a] + 1, col_of[a] + 2) if sa > 0 else (col_of[a], col_of[a] - 1)):
+                if not 0 <= i1 <= n_cols:
+                    continue
+                g1 = sum(gap_x[i1]) / 2
+                for sb in (1, -1):
+                    pb = port(b, sb, pb_dy)
+                    for i2 in ((col_of[b] + 1, col_of[b] + 2) if sb > 0 else (col_of[b], col_of[b] - 1)):
+                        if not 0 <= i2 <= n_cols:
+                            continue
+                        g2 = sum(gap_x[i2]) / 2
+                        for yc in ({pa[1], pb[1]} | chan if i1 != i2 else {pa[1]}):
+                            P = np.array([pa, (g1, pa[1]), (g1, yc), (g2, yc), (g2, pb[1]), pb])
+                            keep = np.r_[True, np.any(np.diff(P, axis=0) != 0, axis=1)]
+                            P = P[keep]
+                            turns = len(P) - 2
+                            cost = np.abs(np.diff(P, axis=0)).sum() + 0.35 * turns
+                            cands.append((cost, P, (i1, i2)))
+        best = None
+        for cost, P, gaps_ in sorted(cands, key=lambda c: c[0]):
+            if best is not None and cost >= best[0]:
+                break
+            if blocked(P, a, b):
+                continue
+            total = cost + 3 * overlap(P, a, b)
+            if best is None or total < best[0]:
+                best = (total, P, gaps_)
+        if best is None:
+            raise RuntimeError(f"no route from {a} to {b} avoids the other boxes")
+        P, gaps_ = best[1].copy(), best[2]
+        if gaps_ is not None:                          # spread the vertical runs over the lanes of their gaps
+            gap_of = {round(sum(gap_x[i]) / 2, 9): i for i in gaps_}
+            for j in range(len(P) - 1):
+                i = gap_of.get(round(P[j][0], 9))
+                if P[j][0] != P[j + 1][0] or i is None:
+                    continue
+                lo_, hi_ = gap_x[i]
+                lanes = lo_ + (hi_ - lo_) * (np.arange(5) + 0.5) / 5
+                ylo, yhi = sorted((P[j][1], P[j + 1][1]))
+
+                def used(x):
+                    return sum(min(yhi, h2) - max(ylo, l2) + 0.01 for v2, f2, l2, h2, a2, b2 in drawn
+                               if v2 and abs(f2 - x) < 0.02 and a2 != a and b2 != b and min(yhi, h2) > max(ylo, l2))
+
+                ok = [x for x in lanes if j + 2 < len(P) - 1 or abs(P[-1][0] - x) >= HEAD]
+                x = min(ok or lanes, key=lambda x: (used(x), abs(x - P[j][0])))
+                P[j][0] = P[j + 1][0] = x
+        return P
+
     for soft, es in ((False, edges(chapters)), (True, soft_edges(chapters))):
         for a, b in sorted(es):
             if a not in box or b not in box:
@@ -344,51 +448,16 @@ def fig_chapter_graph(chapters: dict | None = None, labels: dict | None = None):
             gid = f"soft:{a}->{b}" if soft else f"{a}->{b}"
             ba, bb = box[a], box[b]
             if not soft and anchor.get(b) == a:        # a comb from the anchor down its stack
-                xt = ba[0] + IND / 2
-                arr = FancyArrowPatch((xt, ba[1]), (bb[0], (bb[1] + bb[3]) / 2 + 0.04), shrinkA=0, shrinkB=0,
-                                      connectionstyle="angle,angleA=-90,angleB=180,rad=4", gid=gid, **style(soft))
-                ax.add_patch(arr)
-                continue
-            if (b in anchor and ba[2] < bb[0] - 0.1 and col.get(anchor[b]) is not None
-                    and box[anchor[b]][0] - ba[2] < DX * 0.5):
-                # from the column to the left into a stacked box: along a trunk in the gap between the columns
-                gap_l, gap_r = ba[2], box[anchor[b]][0]
-                k = used_trunks.setdefault((round(gap_r, 2), a), len([t for t in used_trunks if t[0] == round(gap_r, 2)]))
-                xt = gap_r - 0.06 - 0.06 * k
-                if xt <= gap_l + 0.02:
-                    xt = (gap_l + gap_r) / 2
-                ya, yb = (ba[1] + ba[3]) / 2, (bb[1] + bb[3]) / 2 - 0.04
-                arr = FancyArrowPatch((ba[2], ya), (bb[0], yb), shrinkA=0, shrinkB=0, gid=gid,
-                                      connectionstyle=f"arc,angleA=0,angleB=180,armA={(xt - ba[2]) * 72},"
-                                                      f"armB={(bb[0] - xt) * 72},rad=4", **style(soft))
-                ax.add_patch(arr)
-                continue
-            best = None                                # try arcs, then elbow routes through the gaps between columns
-            for rad in (0.0, 0.12, -0.12, 0.22, -0.22, 0.32, -0.32, 0.45, -0.45, 0.6, -0.6):
-                r = rad + (0.15 if soft and rad == 0 else 0)
-                score = hits(arc(centre[a], centre[b], r), {a, b}) + abs(r) * 0.8
-                if best is None or score < best[0]:
-                    best = (score, "arc3", r)
-            if bb[0] - ba[2] > 0.1:
-                ya, yb = (ba[1] + ba[3]) / 2, (bb[1] + bb[3]) / 2
-                gaps = sorted({round(xc[k] - CW / 2 - (DX - CW) / 2, 3) for k in cols if ba[2] < xc[k] - CW / 2 <= bb[0]})
-                for i, g in enumerate(gaps):           # horizontal, then vertical in a gap, then horizontal
-                    for g2 in gaps[i:]:
-                        pts = np.array([(ba[2], ya), (g, ya), (g, yb), (bb[0], yb)]) if g == g2 else \
-                            np.array([(ba[2], ya), (g, ya), (g2, yb), (bb[0], yb)])
-                        dense = np.concatenate([np.linspace(pts[j], pts[j + 1], 40) for j in range(3)])
-                        score = hits(dense, {a, b}) + 0.5 + 0.2 * (g2 != g)
-                        if score < best[0]:
-                            best = (score, "elbow", (g, g2, ya, yb))
-            if best[1] == "arc3":
-                arr = FancyArrowPatch(centre[a], centre[b], patchA=patch[a], patchB=patch[b], shrinkA=1, shrinkB=1,
-                                      connectionstyle=f"arc3,rad={best[2]}", gid=gid, **style(soft))
+                xt, yb = ba[0] + IND / 2, (bb[1] + bb[3]) / 2 + 0.04
+                P = np.array([(xt, ba[1]), (xt, yb), (bb[0], yb)])
             else:
-                g, g2, ya, yb = best[2]
-                arr = FancyArrowPatch((ba[2], ya), (bb[0], yb), shrinkA=0, shrinkB=0, gid=gid,
-                                      connectionstyle=f"arc,angleA=0,angleB=180,armA={(g - ba[2]) * 72},"
-                                                      f"armB={(bb[0] - g2) * 72},rad=4", **style(soft))
-            ax.add_patch(arr)
+                P = route(a, b, soft)
+            for p, q in zip(P[:-1], P[1:]):
+                if p[0] == q[0] or p[1] == q[1]:
+                    v = bool(p[0] == q[0])
+                    drawn.append((v, p[0] if v else p[1], *sorted((p[1], q[1]) if v else (p[0], q[0])), a, b))
+            ax.add_patch(FancyArrowPatch(path=MPath(P), gid=gid, **style(soft)))
+
 
     handles = [Patch(fc=core_c, ec=core_c, label="core chapter"),
                Patch(fc=opt_c, ec=core_c, ls=(0, (3, 2)), label="optional chapter"),
@@ -436,25 +505,59 @@ def sidebar_labels(quarto: Path = ROOT / "_quarto.yml") -> list[tuple[str, str]]
     return out
 
 
+def exercise_markdown(folder: Path = NBS / "exercises"):
+    """(problem set file name, exercise id, markdown text) for every markdown cell of an exercise, in order: from its
+    `## mcmc.3 · ...` heading cell up to the next heading of level 1 or 2."""
+    for p in sorted(Path(folder).glob("*.ipynb")):
+        current = None
+        for c in json.loads(p.read_text(encoding="utf-8"))["cells"]:
+            if c["cell_type"] != "markdown":
+                continue
+            s = _src(c)
+            if m := EX_ID.match(s):
+                current = m.group(1)
+            elif s.lstrip().startswith("#") and re.match(r"#{1,2}\s", s.lstrip()):
+                current = None
+            if current:
+                yield p.name, current, s
+
+
+def exercise_refs(folder: Path = NBS / "exercises") -> dict[str, set[str]]:
+    """Every exercise id with the exercises it builds on: the ids its text mentions ("the envelope of mc.2", "your
+    result of mcmc.6"), except one later in the same problem set (a pointer ahead: "you need it in mc.3") and those of
+    `EXERCISE_NOT_NEEDED`."""
+    out, order = {}, {}
+    for name, current, s in exercise_markdown(folder):
+        if current not in out:
+            out[current], order[current] = set(), (name, len(order))
+        out[current] |= set(EX_MENTION.findall(s)) - {current}
+    for e, refs in out.items():
+        out[e] = {r for r in refs if r in order and not (order[r][0] == order[e][0] and order[r][1] > order[e][1])}
+        out[e] -= EXERCISE_NOT_NEEDED.get(e, set())
+    return out
+
+
 def exercises(folder: Path = NBS / "exercises") -> dict[str, set[str]]:
     """Every exercise id of the problem sets (`## mcmc.3 · ...` headings) with the chapters it builds on: the problem
-    set's chapter, the chapters its own text links to, and those of `EXERCISE_EXTRA`."""
+    set's chapter, the chapters its own text links to, those of `EXERCISE_EXTRA`, and those of every exercise it
+    builds on (`exercise_refs`, followed back)."""
     out = {}
-    for p in sorted(Path(folder).glob("*.ipynb")):
-        cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
-        current = None
-        for c in cells:
-            s = _src(c)
-            if c["cell_type"] == "markdown" and (m := EX_ID.match(s)):
-                current = m.group(1)
-                out[current] = {p.name}
-            elif c["cell_type"] == "markdown" and s.lstrip().startswith("#"):
-                current = None if re.match(r"#{1,2}\s", s.lstrip()) else current
-            if current and c["cell_type"] == "markdown":
-                out[current] |= set(CHAPTER_LINK.findall(s))
+    for name, current, s in exercise_markdown(folder):
+        out.setdefault(current, {name})
+        out[current] |= set(CHAPTER_LINK.findall(s))
     for k, extra in EXERCISE_EXTRA.items():
         if k in out:
             out[k] |= extra
+    refs = exercise_refs(folder)
+    for e in out:                                   # inherit the chapters of the exercises it builds on
+        seen, todo = set(), list(refs.get(e, ()))
+        while todo:
+            r = todo.pop()
+            if r not in seen:
+                seen.add(r)
+                todo += refs.get(r, [])
+        for r in seen:
+            out[e] = out[e] | out.get(r, set())
     return {k: {f for f in v if not f.startswith("00e_")} for k, v in out.items()}
 
 
@@ -492,14 +595,27 @@ def read_tracks(page: Path = NBS / "how_to_use.ipynb") -> list[Track]:
     return tracks
 
 
-def track_problems(track: Track, chapters: dict, exercise_needs: dict) -> list[str]:
-    """What is wrong with a track: a chapter before its prerequisites (which must come in the same or an earlier
-    session, or be assumed), a soft dependency neither in the track nor assumed, an unknown exercise id, or an
-    exercise set before the chapters it builds on."""
-    problems, seen = [], {f for _, f in track.assumes}
-    everything = seen | {f for _, links, _ in track.sessions for _, f in links}
+def track_problems(track: Track, chapters: dict, exercise_needs: dict, exercise_refs: dict | None = None) -> list[str]:
+    """What is wrong with a track:
+
+    - an assumed chapter whose prerequisites (followed back) are not all assumed too;
+    - a chapter before its prerequisites, which must come in the same or an earlier session, or be assumed;
+    - a soft dependency (a chapter used ahead, or by one section) that is neither assumed nor read by the last
+      session reading the chapter, so that the chapter is finished before the chapters it uses are read;
+    - an unknown exercise id, an exercise set before the chapters it builds on (`exercises`), or before an exercise
+      it builds on (`exercise_refs`), which must be set in the same or an earlier session."""
+    problems, assumed = [], {f for _, f in track.assumes}
+    for f in sorted(assumed):
+        if f in chapters:
+            for p in sorted(ancestors(chapters, f) - assumed):
+                problems.append(f"{track.title}: assumes {f}, which needs {p}, not assumed")
+    everything = assumed | {f for _, links, _ in track.sessions for _, f in links}
+    last = {f: k for k, links, _ in track.sessions for _, f in links}        # the last session reading a chapter
+    by_session, seen, set_ex = {}, set(assumed), set()
+    for k, links, _ in track.sessions:
+        by_session[k] = seen = seen | {f for _, f in links}
     for k, links, ids in track.sessions:
-        seen |= {f for _, f in links}
+        seen = by_session[k]
         for _, f in links:
             if f not in chapters:
                 problems.append(f"{track.title}, session {k}: {f} is no chapter")
@@ -511,9 +627,17 @@ def track_problems(track: Track, chapters: dict, exercise_needs: dict) -> list[s
                 if p not in everything:
                     problems.append(f"{track.title}, session {k}: {f} uses {p} (ahead or in one section), "
                                     "which the track neither covers nor assumes")
+                elif k == last[f] and p not in seen:
+                    problems.append(f"{track.title}, session {k}: {f} uses {p} (ahead or in one section), "
+                                    f"not read by session {k}, which finishes {f}")
+        set_ex |= set(ids)
         for e in ids:
             if e not in exercise_needs:
                 problems.append(f"{track.title}, session {k}: no exercise {e}")
-            elif missing := sorted(exercise_needs[e] - seen):
+                continue
+            if missing := sorted(exercise_needs[e] - seen):
                 problems.append(f"{track.title}, session {k}: exercise {e} builds on {missing}, not read by then")
+            for r in sorted((exercise_refs or {}).get(e, set()) - set_ex):
+                problems.append(f"{track.title}, session {k}: exercise {e} builds on exercise {r}, "
+                                "not set in this or an earlier session")
     return problems
