@@ -161,7 +161,7 @@ def test_anchored_ensemble_gives_exact_posterior_draws_for_linear_model(linear_p
     assert np.all(np.abs(plain.params - m) < 0.2 * sd)
 
 
-@pytest.mark.parametrize("local_reparam", [False, True])
+@pytest.mark.parametrize("local_reparam", [False, pytest.param(True, marks=pytest.mark.slow)])  # True: ~28 s, in `make test-slow`
 def test_bbb_recovers_mean_field_optimum_for_linear_model(linear_problem, seed, local_reparam):
     """For a Gaussian posterior N(m, Lambda^-1) the best factorised Gaussian in KL(q||p) has means m and
     variances 1 / Lambda_ii (the I-projection); BBB should converge there, with either gradient estimator (the local
@@ -343,6 +343,7 @@ def test_vadam_convergence_flags_an_unconverged_run(seed):
     with pytest.raises(ValueError, match="trace"): bnn.trace_late_gain(np.zeros(10))
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_swag_estimates_the_exact_stationary_law_of_sgd(seed):
     """Linear model, batch size 1, step 0.02: SGD's iterates have an exact stationary law (`linear_sgd_stationary`, itself
     checked against 4000 simulated chains). Per SWAG run, mean (w_k - w_MAP)^2 over the snapshots is unbiased for
@@ -420,6 +421,7 @@ def test_nuts_target_and_draws_match_exact_linear_posterior(linear_problem, seed
                       lpost(e1 * fit.prior_std) - lpost(e2 * fit.prior_std))
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_nuts_on_a_small_bnn_mixes_in_prediction_space(seed):
     "Weights never mix across the permutation modes of a network, but predictions must: R-hat < 1.05."
     X, y = toy_regression_data(12, 5)

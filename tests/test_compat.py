@@ -340,3 +340,39 @@ def test_smalldocs_mathml(tmp_path):
     assert "<math data-tex='x' display='False'>" in html and "<math data-tex='y' display='True'>" in html
     assert 'id="about-alpha"' in html and "U(\\alpha)" in html
     assert "katex" not in html.lower()
+
+
+def test_memoised_highlight_classes_give_the_same_html(monkeypatch):
+    "The build's memoised `css_class` (tools/compat.py) leaves smalldocs' highlighted HTML unchanged."
+    import smalldocs.highlight as h
+
+    monkeypatch.setattr(h, "css_class", h.css_class)  # restored after the test
+    code = [(Path(compat.__file__).read_text(), "python"), ("for x in a; do if [ -z $x ]; then echo no; fi; done", "bash"),
+            ("def f(x):\n    while x:\n        yield x  # c\n    return None\n", "python"), ("a: [1, 2]\n", "yaml")]
+    plain = [h.highlight(c, lang) for c, lang in code]
+    assert any('class="cf"' in s for s in plain) and any('class="kw"' in s for s in plain)
+    compat.memoise_highlight_classes()
+    assert getattr(h.css_class, "_bn_memoised", False)
+    assert [h.highlight(c, lang) for c, lang in code] == plain
+
+
+def test_math_converter_batches_pandoc_calls(monkeypatch):
+    """`MathConverter.prepare` converts a page's formulas in at most three pandoc runs (MathML, Unicode text, and
+    the MathML of the formulas pandoc has no text for), never one run per formula; repeats cost nothing."""
+    from mathml import MathConverter
+
+    conv = MathConverter()
+    conv.api_version()
+    runs = []
+    real = conv._run
+    monkeypatch.setattr(conv, "_run", lambda args, stdin: runs.append(args) or real(args, stdin))
+    formulas = [(r"\alpha + \beta", False), (r"\frac{a}{b}", True), (r"\sqrt{x^2 + 1}", False),
+                (r"\sum_{i=1}^N w_i", True), (r"\widehat{R}", False), (r"\int_0^1 f(x)\,dx", True)]
+    conv.prepare(formulas)
+    assert 2 <= len(runs) <= 3, runs
+    assert all("<math" in conv.mathml(t, d) for t, d in formulas)
+    assert conv.text(r"\alpha + \beta") == "α + β" and conv.text(r"\widehat{R}") == "R̂"
+    assert all(conv.text(t) and "\\" not in conv.text(t) for t, _ in formulas)  # every formula has a text form
+    n = len(runs)
+    conv.prepare(formulas)
+    assert len(runs) == n

@@ -143,6 +143,7 @@ def test_guided_filters_are_unbiased_for_the_kalman_evidence(seed):
         assert abs(ratio.mean() - 1) < T39 * ratio.std(ddof=1) / np.sqrt(40), (method, ratio.mean())
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_guided_and_bootstrap_filters_estimate_the_same_likelihood(seed):
     """Pendulum (nonlinear): the EKF-, UKF- and Laplace-guided filters and the bootstrap filter estimate the same Z. With
     N = 400 and T = 30, sd(log Z_hat) is about 0.2-0.3, so Z_hat / c (c a common constant) has light tails; Welch

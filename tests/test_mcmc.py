@@ -131,6 +131,7 @@ def test_kernel_single_chain_and_batch_shapes():
 
 
 # ----------------------------------------------------------------------------------------- statistical checks
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_nuts_100d_gaussian_scales(seed):
     # independent Gaussian with standard deviations 0.01 .. 1: after Stan-style warm-up the draws must match the
     # exact means (0) and standard deviations, with no divergences, and the metric must have learnt the scales
@@ -317,6 +318,7 @@ def test_sbc_gradient_samplers(kernel, seed):
     assert _sbc_pvalue(_ranks(res.draws, truth)) > P_SBC
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_sbc_random_walk_metropolis(seed):
     # a random walk needs O(dim) iterations per effective draw, so it gets 50 replications (a 50-d product target)
     # and 5 rank bins (still 10 expected counts per bin)
@@ -368,6 +370,7 @@ def test_rwmh_default_acceptance_by_dimension():
     assert _default_accept("mala", 0.574, 2) == 0.574 and _default_accept("nuts", 0.8, 1) == 0.8
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 def test_rwmh_adapts_to_the_low_dimensional_optimum(seed):
     # The mean acceptance after warm-up (12 seeds, 16 chains): 1-d 0.437 +- 0.019 aiming at 0.44; 2-d 0.357 +- 0.016
     # aiming at 0.35, and 0.231 +- 0.012 aiming at 0.234. Chains are independent, so with 24 chains the 2-d sds are
@@ -393,6 +396,7 @@ def test_energy_statistics_and_e_bfmi(seed):
     assert np.allclose(rw.stats.energy, -rw.stats.logdensity) and np.all(np.isnan(rw.e_bfmi))
 
 
+@pytest.mark.slow   # over ~10 s quiet: in `make test-slow` (keeps `make test` inside its time budget)
 @pytest.mark.filterwarnings("ignore::bayesnotes.mcmc.SamplerWarning")   # the centred funnel diverges on most seeds
 def test_e_bfmi_flags_the_centred_funnel(seed):
     # 10-d funnel, NUTS, Stan's per-chain rule (flag when any chain is below 0.3): over 24 seeds the smallest chain's

@@ -205,12 +205,13 @@ def test_citations_resolved_with_reference_list(site):
 _TEX = re.compile(r"\\[()\[\]]|\$\\[a-zA-Z]|\\(frac|mathcal|mathbb|widehat|operatorname|alpha|beta|theta|sigma|mid|sum|log)\b")
 
 
+_NOT_PROSE = {"pre", "code", "math", "script"}
+
+
 def _prose(soup):
-    "The page's text outside code and maths."
-    main = copy.copy(soup.find("main"))
-    for el in main.find_all(["pre", "code", "math", "script"]):
-        el.decompose()
-    return main.get_text(" ")
+    """The page's text outside code and maths: `get_text(" ")` of <main> without those elements (read in place: a
+    copy of the tree with them removed gives the same text, 20 times slower)."""
+    return " ".join(s for s in soup.find("main").strings if not any(p.name in _NOT_PROSE for p in s.parents))
 
 
 def test_maths_is_mathml_without_scripts(site):
@@ -225,8 +226,9 @@ def test_maths_is_mathml_without_scripts(site):
         with_math += bool(spans)
         for s in spans:
             assert s.find("math") is not None, f"{name}: maths not converted to MathML: {s.get_text()[:100]}"
-        m = _TEX.search(_prose(soup))
-        assert not m, f"{name}: raw TeX in the text: ...{_prose(soup)[max(0, m.start() - 80):m.end() + 40]}..."
+        prose = _prose(soup)
+        m = _TEX.search(prose)
+        assert not m, f"{name}: raw TeX in the text: ...{prose[max(0, m.start() - 80):m.end() + 40]}..."
         for where in (soup.find(id="TOC"), soup.find(id="quarto-sidebar"), soup.find("title")):
             if where is not None:
                 assert "\\" not in where.get_text(), f"{name}: TeX in {where.name}: {where.get_text()[:200]}"

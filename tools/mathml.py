@@ -89,25 +89,32 @@ class MathConverter:
         return res
 
     # ------------------------------------------------------------------ public
+    def _convert(self, todo) -> None:
+        "MathML for the (tex, display) pairs not converted yet, in one pandoc call."
+        todo = list(dict.fromkeys(f for f in todo if f not in self._mathml))
+        if not todo:
+            return
+        out = self._run(["-f", "json", "-t", "html", "--mathml", "--wrap=none"], self._doc(todo))
+        for (tex, display), m in zip(todo, self._split(out, len(todo), True)):
+            if "<math" not in m:
+                self.failed.append(tex)
+                m = html.escape(f"\\[{tex}\\]" if display else f"\\({tex}\\)")
+            self._mathml[(tex, display)] = m
+
     def prepare(self, formulas) -> None:
-        "Convert many formulas at once: an iterable of (tex, display) pairs."
+        "Convert many formulas at once: an iterable of (tex, display) pairs (at most three pandoc calls)."
         formulas = [(t, bool(d)) for t, d in formulas]
-        todo = list(dict.fromkeys(f for f in formulas if f not in self._mathml))
-        if todo:
-            out = self._run(["-f", "json", "-t", "html", "--mathml", "--wrap=none"], self._doc(todo))
-            for (tex, display), m in zip(todo, self._split(out, len(todo), True)):
-                if "<math" not in m:
-                    self.failed.append(tex)
-                    m = html.escape(f"\\[{tex}\\]" if display else f"\\({tex}\\)")
-                self._mathml[(tex, display)] = m
+        self._convert(formulas)
         texts = list(dict.fromkeys(t for t, _ in formulas if t not in self._text))
         if texts:
             out = self._run(["-f", "json", "-t", "plain", "--wrap=none"], self._doc([(t, False) for t in texts]))
-            for tex, s in zip(texts, self._split(out, len(texts), False)):
-                s = " ".join(s.split())
-                if not s or "$" in s or "\\" in s:  # pandoc's plain writer had no Unicode form: linearise the MathML
-                    s = mathml_to_text(self.mathml(tex, False)) or tex
-                self._text[tex] = s
+            plain = {tex: " ".join(s.split()) for tex, s in zip(texts, self._split(out, len(texts), False))}
+            # pandoc's plain writer had no Unicode form: linearise the inline MathML (converted in one batch)
+            linearise = [t for t, s in plain.items() if not s or "$" in s or "\\" in s]
+            self._convert((t, False) for t in linearise)
+            for tex in linearise:
+                plain[tex] = mathml_to_text(self._mathml[(tex, False)]) or tex
+            self._text.update(plain)
 
     def mathml(self, tex: str, display: bool = False) -> str:
         "The MathML of one formula (a `<math>` element with the TeX as its annotation)."
