@@ -247,8 +247,12 @@ def test_search_entries_have_no_tex(site):
     # a regex, not a second parse of every page (the same text as BeautifulSoup's get_text(), 0.2 s against 28 s)
     code = " ".join(html.unescape(re.sub(r"<[^>]*>", "", block)) for f in site.out.rglob("*.html")
                     for block in re.findall(r"<pre\b[^>]*>(.*?)</pre>", f.read_text(encoding="utf-8"), re.S))
-    # search texts include code, whose plot labels may hold the same TeX: only formulas absent from code count
-    leaked = [t for t in prose_tex if len(t) > 8 and f"${t}$" in texts and t not in code]
+    # search texts include code, whose plot labels may hold the same TeX: only formulas absent from code count.
+    # For a formula t without "$", f"${t}$" occurs in texts exactly when t is the text between two consecutive "$" of
+    # texts: one split instead of one scan of the 2 MB text per formula (18 s)
+    between = set(texts.split("$")[1:-1])
+    leaked = [t for t in prose_tex if len(t) > 8 and (t in between if "$" not in t else f"${t}$" in texts)
+              and t not in code]
     assert not leaked, f"TeX of prose formulas in search.json: {leaked[:5]}"
 
 

@@ -358,6 +358,7 @@ def test_grid_quadrature_of_a_gaussian_is_exact():
     assert np.isclose(g.kl, kl_gauss(q.mean, q.cov, p.mean, p.cov), atol=1e-5)
 
 
+@pytest.mark.slow   # ~17 s quiet: in `make test-slow`; 01b fits the same flows with its asserts in `make test`
 def test_flows_beat_the_gaussian_on_the_banana(seed):
     t, fits = _banana_fits(800, seed(0))
     gauss, planar, coupling = fits
