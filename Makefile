@@ -23,11 +23,12 @@ OLDEST_PYTHON ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/$(MIN_PY).*
 # tests/ files that need the documentation stack (nbdev, smalldocs), not only the library
 DOC_TESTS := --ignore=tests/test_site.py --ignore=tests/test_readme.py --ignore=tests/test_nbdev_sync.py --ignore=tests/test_compat.py
 
-.PHONY: help venv test test-slow test-arviz seed-sweep seed-sweep-long nb-margins test-latest test-oldest lock site serve figures export clean readme \
+.PHONY: help venv test test-reader test-slow test-arviz seed-sweep seed-sweep-long nb-margins test-latest test-oldest lock site serve figures export clean readme \
         test-browser test-jupyterlab site-weight tag-cells chromium
 
 help:
 	@echo "make test     run every test: tests/ and all notebooks (nbval), with timings"
+	@echo "make test-reader  every notebook with a Colab/Binder link run as a reader's Colab runs it: a fresh venv with the lean package only"
 	@echo "make site     export the package, execute the notebooks and build the website into _docs/"
 	@echo "make serve    build the website and serve it on http://127.0.0.1:8000"
 	@echo "make figures  regenerate every chapter's figures into figures/<chapter>/ (PNG and SVG)"
@@ -55,6 +56,17 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS) --durations=15 tests nbs
+
+# A reader's Colab or Binder: a fresh venv with only the lean package (installed from this clone as `pip install .`),
+# ipykernel, ipywidgets and matplotlib, at the lock's versions; every notebook with launch links runs in it, alone in an
+# empty directory (tools/run_reader.py). CI runs it after `make test`.
+READER_VENV := .venv-reader
+test-reader: $(STAMP)
+	rm -rf $(READER_VENV) build
+	$(PYTHON) -m venv $(READER_VENV)
+	$(READER_VENV)/bin/python -m pip install --quiet -c $(BOOK_LOCK) . ipykernel ipywidgets matplotlib
+	rm -rf build
+	$(PY) tools/run_reader.py --python $(READER_VENV)/bin/python
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests
@@ -146,4 +158,4 @@ readme: $(STAMP)
 	$(PY) tools/make_readme.py
 
 clean:
-	rm -rf _docs _proc _build figures .pytest_cache .venv-latest .venv-oldest .venv-lock
+	rm -rf _docs _proc _build figures .pytest_cache .venv-latest .venv-oldest .venv-lock .venv-reader

@@ -19,15 +19,16 @@ import sys
 import textwrap
 import time
 import tokenize
+import warnings
 
 import numpy as np
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
-           'check_probability', 'check_spd', 'check_logpdf', 'check_particles', 'prior_particles', 'check_sampler_args',
-           'check_layer_sizes', 'check_hidden', 'check_inputs', 'check_regression_data', 'labels_pm1', 'check_proposal',
-           'shares_parameters', 'docments_of', 'parameter_section', 'add_parameter_docs', 'install_parameter_docs',
-           'track', 'blas_threads']
+           'check_probability', 'check_spd', 'Raised', 'raises', 'warns', 'check_logpdf', 'check_particles',
+           'prior_particles', 'check_sampler_args', 'check_layer_sizes', 'check_hidden', 'check_inputs',
+           'check_regression_data', 'labels_pm1', 'check_proposal', 'shares_parameters', 'docments_of',
+           'parameter_section', 'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -168,6 +169,43 @@ def check_spd(name:str,  # argument name used in the error message
         return linalg.cholesky(A, lower=True)
     except linalg.LinAlgError:
         raise ValueError(f"{name} must be positive definite") from None
+
+# %% ../nbs/00a_utils.ipynb #229826a1
+class Raised:
+    "What `raises` caught: the exception is `.value` (None until the block has raised)."
+    value: BaseException | None = None
+
+@contextmanager
+def raises(expected,        # exception class (or tuple of classes) the block must raise
+           match:str=None,  # regular expression that `re.search` must find in the message (None: any message)
+          ):
+    "Context manager that fails (AssertionError) unless its block raises `expected` with a message matching `match`; yields a `Raised`."
+    caught = Raised()
+    try:
+        yield caught
+    except expected as e:
+        if match is not None and not re.search(match, str(e)):
+            raise AssertionError(f"{type(e).__name__} raised, but its message {str(e)!r} does not match {match!r}") from e
+        caught.value = e
+    else:
+        raise AssertionError(f"the block did not raise {getattr(expected, '__name__', expected)}")
+
+@contextmanager
+def warns(expected,        # warning class (or tuple of classes) the block must issue
+          match:str=None,  # regular expression that `re.search` must find in the warning's message (None: any message)
+         ):
+    "Context manager that fails (AssertionError) unless its block issues a warning of class `expected` matching `match`; the others are issued again. Yields the list of warnings recorded."
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        yield record
+    hit = [w for w in record if issubclass(w.category, expected) and (match is None or re.search(match, str(w.message)))]
+    for w in record:
+        if not any(w is h for h in hit):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if not hit:
+        said = "; ".join(f"{w.category.__name__}: {w.message}" for w in record) or "no warning"
+        raise AssertionError(f"expected a {getattr(expected, '__name__', expected)}"
+                             + (f" matching {match!r}" if match else "") + f", got {said}")
 
 # %% ../nbs/00a_utils.ipynb #shared-checks
 def check_logpdf(v,          # log densities or log potentials returned by a user's function, one per particle

@@ -333,7 +333,9 @@ def test_api_docs_with_source_links(site):
 
 def test_no_widget_javascript_and_launch_links(site):
     """Static pages carry no widget state or widget JavaScript (widgets become scrubbers or notes); each chapter links
-    to Colab, Binder and a downloadable copy of its notebook (shipped with the site)."""
+    to Colab, Binder and a downloadable copy of its notebook (shipped with the site); the prose pages only to the copy."""
+    sys.path.insert(0, str(TOOLS))
+    from build_site import PROSE_PAGES
     for name, soup in site.pages.items():
         assert not soup.find("script", type=re.compile("jupyter.widget")), f"{name}: widget state or view on the page"
         assert not soup.find("script", src=re.compile(r"require|html-manager|embed-amd")), f"{name}: widget JavaScript"
@@ -345,6 +347,9 @@ def test_no_widget_javascript_and_launch_links(site):
             continue
         assert launch is not None, f"{page_of(nb)} has no launch links"
         hrefs = [a["href"] for a in launch.find_all("a")]
+        if nb in PROSE_PAGES:    # read, not run: only the download link
+            assert not any("colab" in h or "mybinder" in h for h in hrefs), hrefs
+            continue
         assert any(h.startswith("https://colab.research.google.com/github/") and h.endswith("/nbs/" + nb) for h in hrefs), hrefs
         assert any(h.startswith("https://mybinder.org/v2/gh/") for h in hrefs), hrefs
         dl = launch.find("a", download=True)

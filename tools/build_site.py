@@ -400,9 +400,15 @@ def split_title_cell(nb):
         return
 
 
+# Pages that are read, not run: no Colab or Binder link (how_to_use draws its figure with tools/, which a notebook opened
+# alone on Colab does not have; contributing has no code). Every other notebook runs with the package alone: make
+# test-reader (tools/run_reader.py) runs each one as Colab would.
+PROSE_PAGES = {"how_to_use.ipynb", "contributing.ipynb"}
+
+
 def notebook_links(proj: "Project", nb: PurePosixPath) -> dict:
-    """Where a reader can run or get the chapter's notebook: Colab and Binder (links only, nothing is fetched) and
-    the copy of the notebook shipped with the site (`notebooks/<notebook>`, relative to the page)."""
+    """Where a reader can run or get the chapter's notebook: Colab and Binder (links only, nothing is fetched; not for
+    the `PROSE_PAGES`) and the copy of the notebook shipped with the site (`notebooks/<notebook>`, relative to the page)."""
     from urllib.parse import quote
 
     git = str(proj.cfg.get("git_url", "")).rstrip("/")
@@ -411,7 +417,7 @@ def notebook_links(proj: "Project", nb: PurePosixPath) -> dict:
     path = posixpath.join(proj.nbs.relative_to(proj.root).as_posix(), str(nb))
     page = page_name(nb)
     links = {"download": posixpath.relpath(posixpath.join(NOTEBOOKS_DIR, str(nb)), posixpath.dirname(str(page)) or ".")}
-    if m:
+    if m and str(nb) not in PROSE_PAGES:
         user, repo = m.groups()
         links["colab"] = f"https://colab.research.google.com/github/{user}/{repo}/blob/{branch}/{quote(path)}"
         links["binder"] = f"https://mybinder.org/v2/gh/{user}/{repo}/{branch}?labpath={quote(path, safe='')}"

@@ -9,7 +9,7 @@
 What it adds (options that nbdev and Quarto both read; the notebooks run and test exactly as before, and the
 cells stay in the notebooks, in JupyterLab and under nbval):
 
-- **test cells** (`assert`, `pytest`) that show nothing get `#| hide` (nbdev drops them from the page);
+- **test cells** (`assert`, `pytest`, `raises`/`warns`) that show nothing get `#| hide` (nbdev drops them from the page);
   test cells that also show something (a figure, a table, printed text) keep their output and get
   `#| code-fold: true` with the summary "Code and checks";
 - **figure cells** whose last line calls a `fig_*` function get `#| label: fig-<name>` (Quarto numbers them:
@@ -89,11 +89,11 @@ def _parse(code: str):
 
 
 def is_test_cell(tree) -> bool:
-    "Has an `assert` anywhere, or uses `pytest`."
+    "Has an `assert` anywhere, or uses `pytest` or the book's `raises`/`warns` (bayesnotes.utils: an expected error or warning)."
     for n in ast.walk(tree):
         if isinstance(n, ast.Assert):
             return True
-        if isinstance(n, ast.Name) and n.id == "pytest":
+        if isinstance(n, ast.Name) and n.id in ("pytest", "raises", "warns"):
             return True
         if isinstance(n, (ast.Import, ast.ImportFrom)) and any(a.name.split(".")[0] == "pytest" for a in n.names) \
                 or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "pytest":
