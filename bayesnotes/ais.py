@@ -113,7 +113,7 @@ def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalis
        ) -> AISResult:
     "Annealed importance sampling from the prior to the posterior: log evidence, its standard error, ESS, weights and particles."
     N = check_count("n_particles", n_particles, 2)
-    check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
+    n_mcmc, scale = check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)   # checked: an int, a float or None
     b = _schedule(n_temps, betas)
     rng = as_rng(rng)
     x = prior_particles(prior_sample, N, rng)

@@ -137,7 +137,7 @@ def sample_prior_functions(x,                # inputs, shape (N,) or (N, 1)
                            bias_scale=1.,    # beta_l per layer
                           ) -> np.ndarray:
     "Draw networks from the weight prior and evaluate them at x; shape (n_functions, N)."
-    X = check_inputs(x)
+    X = check_inputs(x, name="x")
     sizes = (X.shape[1],) + check_hidden(hidden) + (1,)
     W = mlp_init(sizes, rng, weight_scale, bias_scale, n_draws=n_functions)
     return mlp_apply(W, X, sizes, activation)[..., 0]

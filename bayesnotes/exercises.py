@@ -464,25 +464,38 @@ def match_hint(got,              # the answer (a number or an array), or a stati
     """The hint of the typical mistake that `got` is. Pairs: the first whose value has the shape of `got`, is finite and
     equals it to within `atol + rtol * |value|` (np.allclose). Triples (`within` given): of those within `within`
     standard deviations `sd` (their own: the sd of `got` under that mistake) in every coordinate, the nearest in those
-    units, max |got - value| / sd, the first listed on a tie. `default` when none matches."""
+    units, max |got - value| / sd, the first listed on a tie. `default` when none matches, and for an empty `got`.
+    The list and `within` are checked whole first (a ValueError), whatever `got` is."""
+    mistakes = list(mistakes)
+    if within is not None:
+        try:
+            ok = math.isfinite(within) and within >= 0
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"match_hint: within must be a finite number >= 0, got {within!r}")
+    for m in mistakes:
+        if within is None and len(m) != 2:
+            raise ValueError(f"match_hint: a mistake with an sd, (value, hint, sd), needs `within`; got {len(m)} entries")
+        if within is not None:
+            if len(m) != 3:
+                raise ValueError("match_hint: with `within`, every mistake is (value, hint, sd)")
+            sd = np.asarray(m[2], dtype=float)
+            if not (np.all(np.isfinite(sd)) and np.all(sd > 0)):
+                raise ValueError(f"match_hint: the sd of a mistake must be finite and > 0, got {m[2]}")
     g = np.asarray(got, dtype=float)
+    if g.size == 0:                        # an empty answer is none of the mistakes
+        return default
     best, hint = math.inf, default
     for m in mistakes:
         value, h = np.asarray(m[0], dtype=float), m[1]
         if value.shape != g.shape or not np.all(np.isfinite(value)):
             continue
         if within is None:
-            if len(m) != 2:
-                raise ValueError("match_hint: a mistake with an sd, (value, hint, sd), needs `within`")
             if np.allclose(g, value, rtol=rtol, atol=atol):
                 return h
             continue
-        if len(m) != 3:
-            raise ValueError("match_hint: with `within`, every mistake is (value, hint, sd)")
-        sd = np.broadcast_to(np.asarray(m[2], dtype=float), g.shape)
-        if not (np.all(np.isfinite(sd)) and np.all(sd > 0)):
-            raise ValueError(f"match_hint: the sd of a mistake must be finite and > 0, got {m[2]}")
-        z = float(np.max(np.abs(g - value) / sd)) if g.size else 0.0
+        z = float(np.max(np.abs(g - value) / np.broadcast_to(np.asarray(m[2], dtype=float), g.shape)))
         if z <= within and z < best:
             best, hint = z, h
     return hint

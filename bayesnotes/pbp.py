@@ -378,6 +378,20 @@ class EpochRun(NamedTuple):
     X: np.ndarray            # the training inputs (N, d)
     y: np.ndarray            # the training targets (N,)
 
+def _test_set(i,    # its index in `test_sets`, for the messages
+              pair, # (X_test, y_test)
+              d,    # number of columns of the training inputs
+             ) -> tuple:
+    "The i-th test set as checked arrays (n, d) and (n,), raising ValueError naming `test_sets[i]` otherwise."
+    try:
+        Xt, yt = pair
+    except (TypeError, ValueError):
+        raise ValueError(f"test_sets[{i}] must be a pair (X_test, y_test), got {type(pair).__name__}") from None
+    Xt = check_inputs(Xt, d, name=f"test_sets[{i}] X")
+    yt = check_finite(f"test_sets[{i}] y", yt)
+    check_shape(f"test_sets[{i}] y", yt, (len(Xt),))
+    return Xt, yt
+
 def pbp_epochs(X,                    # training inputs (N, d)
                y,                    # training targets (N,)
                test_sets,            # list of (X_test, y_test) pairs scored after every epoch
@@ -388,7 +402,8 @@ def pbp_epochs(X,                    # training inputs (N, d)
                **kwargs,             # further `pbp` settings (hidden, noise_var, prior_var, ...)
               ) -> EpochRun:
     "Run PBP for n_epochs and score PBP's Gaussian predictive on every test set after each epoch (the over-training curve)."
-    sets = [(check_inputs(Xt), check_finite("test_sets y", yt)) for Xt, yt in test_sets]
+    X, y = check_regression_data(X, y)
+    sets = [_test_set(i, pair, X.shape[1]) for i, pair in enumerate(test_sets)]
     if not sets: raise ValueError("test_sets must hold at least one (X_test, y_test) pair")
     rows, fits = [], {}
     def score(epoch, fit):
@@ -400,8 +415,7 @@ def pbp_epochs(X,                    # training inputs (N, d)
         if epoch in keep: fits[epoch] = PBPFit(fit.state, fit.sizes, fit.scaling, fit.fixed_noise)
     fit = pbp(X, y, n_epochs=n_epochs, rng=rng, callback=score, progress=progress, **kwargs)
     r = np.array(rows)                                               # (epoch, set, metric)
-    return EpochRun(np.arange(1, n_epochs + 1), r[..., 0], r[..., 1], r[..., 2], np.sqrt(fit.history.noise_var), fits,
-                    *check_regression_data(X, y))
+    return EpochRun(np.arange(1, n_epochs + 1), r[..., 0], r[..., 1], r[..., 2], np.sqrt(fit.history.noise_var), fits, X, y)
 
 def toy_test_sets(n_test:int=1000, # test points drawn on each side of the comparison
                  ) -> list:

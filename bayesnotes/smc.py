@@ -526,10 +526,10 @@ class BootstrapFK(FeynmanKac):
                 ):
         self.ssm, self.y = ssm, ssm.check_y(y)
         self.T = len(self.y)
-    def M0(self, rng, N):
-        return self.ssm.sample_initial(rng, N)
+    def M0(self, rng, N):     # the user's draws are checked here, so that an error names the user's method
+        return check_particles(self.ssm.sample_initial(rng, N), N, f"{type(self.ssm).__name__}.sample_initial", 0)
     def M(self, rng, t, xp):
-        return self.ssm.sample_transition(rng, t, xp)
+        return check_particles(self.ssm.sample_transition(rng, t, xp), len(xp), f"{type(self.ssm).__name__}.sample_transition", t)
     def logG(self, t, xp, x):
         return check_logpdf(self.ssm.log_obs(t, x, self.y[t]), len(x), f"{type(self.ssm).__name__}.log_obs", t)
 
@@ -545,9 +545,10 @@ class GuidedFK(FeynmanKac):
         self.ssm, self.y = ssm, ssm.check_y(y)
         self.T = len(self.y)
     def M0(self, rng, N):
-        return self.ssm.sample_optimal(rng, 0, None, self.y[0], N)
+        return check_particles(self.ssm.sample_optimal(rng, 0, None, self.y[0], N), N, f"{type(self.ssm).__name__}.sample_optimal", 0)
     def M(self, rng, t, xp):
-        return self.ssm.sample_optimal(rng, t, xp, self.y[t], len(xp))
+        return check_particles(self.ssm.sample_optimal(rng, t, xp, self.y[t], len(xp)), len(xp),
+                               f"{type(self.ssm).__name__}.sample_optimal", t)
     def logG(self, t, xp, x):
         lp = np.asarray(self.ssm.log_predictive(t, xp, self.y[t]), dtype=float)
         if t == 0 and lp.shape == (1,): lp = np.repeat(lp, len(x))     # t = 0: the one value log p(y_0)
@@ -783,7 +784,7 @@ class TemperingFK(FeynmanKac):
                  n_mcmc=5,        # random-walk Metropolis steps per move
                  scale=None,      # proposal scale relative to the particles' standard deviations
                 ):
-        check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
+        n_mcmc, scale = check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         check_probability("ess_target", check_shape("ess_target", ess_target, ()))
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
         self.ess_target, self.n_mcmc, self.scale = ess_target, n_mcmc, scale
@@ -917,7 +918,7 @@ class IBISFK(FeynmanKac):
                  n_mcmc=5,      # random-walk Metropolis steps per move
                  scale=None,    # proposal scale relative to the particles' standard deviations
                 ):
-        check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
+        n_mcmc, scale = check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         self.data = np.asarray(data, dtype=float)
         if self.data.ndim == 0 or len(self.data) == 0:
             raise ValueError(f"data must be an array with one observation per row, got shape {self.data.shape}")

@@ -52,7 +52,7 @@ def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,
     N, P = check_count("N", N, 2), check_count("P", P, 2)
     if N % P:
         raise ValueError(f"P must divide N (N = M P states from M chains), got N={N}, P={P}")
-    check_sampler_args(log_prior, log_lik, prior_sample, 0, shared["scale"])
+    _, shared["scale"] = check_sampler_args(log_prior, log_lik, prior_sample, 0, shared["scale"])   # checked: a float or None
     ess_target = float(check_probability("ess_target", check_shape("ess_target", shared["ess_target"], ())))
     scheme, rng, M = resampling_core(shared["resampling"]), as_rng(rng), N // P
     x, lp = _prior_cloud(prior_sample, log_prior, rng, N)
@@ -208,7 +208,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
         raise ValueError(f"s_obs must be a finite 1-d array of summaries, got {s_obs!r}")
     if not callable(simulate):
         raise ValueError(f"simulate must be callable, got {simulate!r}")
-    check_sampler_args(log_prior, simulate, prior_sample, shared["n_mcmc"], shared["scale"])
+    shared["n_mcmc"], shared["scale"] = check_sampler_args(log_prior, simulate, prior_sample, shared["n_mcmc"], shared["scale"])
     eps_min = float(check_positive("eps_min", check_shape("eps_min", eps_min, ())))
     alive = float(check_probability("alive", check_shape("alive", alive, ())))
     max_steps, scheme, rng = check_count("max_steps", max_steps), resampling_core(shared["resampling"]), as_rng(rng)
@@ -398,7 +398,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
     N, Nx = check_count("N", N, 2), check_count("N_x", N_x, 1)
     for name, fn in (("ssm_of", ssm_of), ("log_prior", log_prior), ("prior_sample", prior_sample)):
         if not callable(fn): raise ValueError(f"{name} must be callable, got {fn!r}")
-    check_sampler_args(log_prior, ssm_of, prior_sample, shared["n_mcmc"], shared["scale"])
+    shared["n_mcmc"], shared["scale"] = check_sampler_args(log_prior, ssm_of, prior_sample, shared["n_mcmc"], shared["scale"])
     thr = float(check_probability("ess_threshold", check_shape("ess_threshold", ess_threshold, ()), closed=True))
     if nx_double_below is not None:
         check_probability("nx_double_below", check_shape("nx_double_below", nx_double_below, ()))

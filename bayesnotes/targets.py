@@ -45,7 +45,7 @@ class Target:
                  name:str="",         # short description
                  mean=None,           # exact mean, if known
                  cov=None,            # exact covariance, if known
-                 batched:bool=False,  # logdensity also maps (n, dim) -> (n,)
+                 batched:bool=False,  # logdensity also maps (n, dim) -> (n,) (checked by value_and_grad_batch)
                  vg_batch:Callable=None, # X (n, dim) -> (values (n,), gradients (n, dim)) in closed form (plain
                                          # numpy, for the library's own models); autograd is used when None
                 tape:bool=True,      # let samplers, ADVI, flow fits and PBP replay autograd's graph from a `Tape`
@@ -104,16 +104,33 @@ class Target:
         return self._scalar(v)
 
     def _scalar(self, v):
-        "The log density's value at one point as a float; a ValueError with the shape it returned if not a scalar."
+        "The log density's value at one point as a float; a ValueError saying what it returned if that is not a number."
         try:
             return float(v)
-        except TypeError:                   # an array: numpy says only "only 0-dimensional arrays can be converted"
-            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):     # an array (numpy: "only 0-dimensional arrays can be converted"), None, ...
+            if v is None:
+                raise ValueError("the log density returned None: does it end with `return ...`?") from None
+            try:
+                a = np.asarray(v, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"the log density must return a number (the log density of one point x of shape "
+                                 f"({self.dim},)), but it returned a {type(v).__name__}") from None
             if a.size == 1:
                 return float(a.reshape(()))
+        fix = ("batched=True does not change that: sum over the last axis, anp.sum(..., axis=-1), so that one point "
+               "gives one number and a batch (n, dim) gives (n,)" if self.batched else "sum its terms (anp.sum)")
         raise ValueError(f"the log density must return a scalar (the log density of one point x of shape ({self.dim},)), "
-                         f"but it returned an array of shape {np.shape(v)}; sum its terms (anp.sum), or for a density "
-                         "of a batch of points (n, dim) -> (n,) pass batched=True") from None
+                         f"but it returned an array of shape {np.shape(v)}; {fix}") from None
+
+    def _bad_batch(self, vals, X):
+        """Raise the ValueError for a batched=True density whose values at the batch X (..., dim) are not one per row;
+        at one point X (dim,), only for a value that `logdensity` would refuse (None, or more than one number)."""
+        if vals is None or np.ndim(X) < 2:
+            self._scalar(vals)
+            return
+        raise ValueError(f"the log density is declared batched=True, but for a batch of points of shape {X.shape} it "
+                         f"returned shape {np.shape(vals)}, not one value per row {X.shape[:-1]}: reduce over the last "
+                         "axis only (anp.sum(..., axis=-1); x[..., i] for coordinate i), or drop batched=True")
 
     def _explain(self, err, x, traced=True):
         """Raise a clearer error for the exception `err` raised while evaluating (`traced`: differentiating with autograd)
@@ -123,7 +140,7 @@ class Target:
             with np.errstate(all="ignore"):             # on a copy: a density that assigns into x must not change it
                 v = self._logp(np.array(x, dtype=float))
         except Exception as plain:
-            if type(plain) in (ValueError, IndexError):   # e.g. numpy's "shapes (3,3) and (2,) not aligned" in user code
+            if _about_shapes(plain):      # e.g. numpy's "shapes (3,3) and (2,) not aligned" in user code
                 hint = "If it expects points of another length, pass that dimension (`dim`, or an `x0` of that length)"
                 if self.batched and np.ndim(x) == 2:      # batched=True: does it take one point at a time?
                     try:
@@ -136,16 +153,16 @@ class Target:
                             hint + ", or, if the density takes one point at a time, drop batched=True")
                 raise type(plain)(f"the log density raised {type(plain).__name__} at a point x of shape {np.shape(x)} "
                                   f"(dim={self.dim}): {plain}. {hint}") from plain
-            return
-        if not self.batched and np.size(v) != 1:
-            self._scalar(v)                               # raises: the density is not scalar-valued
+            if traced and _on_box(err):   # autograd failed on its traced value first (math.log, float(x[0])), and
+                raise _untraceable(err) from err   # at this x the plain call fails for a reason of its own (a math domain error)
+            return                        # the density's own error (a domain error, a check of its own): re-raised as is
+        if self.batched and np.ndim(x) >= 2:
+            if np.shape(v) != np.shape(x)[:-1]:
+                self._bad_batch(v, x)                     # raises: not one value per row
+        elif v is None or np.size(v) != 1:
+            self._scalar(v)                               # raises: returned None, or not scalar-valued at one point
         if traced and isinstance(err, (TypeError, ValueError, AttributeError)):
-            raise TypeError("autograd cannot differentiate the log density: it runs on plain numpy arrays but fails on "
-                            "autograd's traced values (ArrayBox): it calls numpy, math or scipy functions directly, or "
-                            "assigns into an array. Write it with autograd.numpy "
-                            "(`import autograd.numpy as anp`: anp.sum, anp.exp, anp.dot, ... "
-                            "and autograd.scipy for special functions and densities), or pass `grad`. autograd's error: "
-                            f"{type(err).__name__}: {err}") from err
+            raise _untraceable(err) from err
 
     def value_and_grad(self,
                        x, # one point, shape (dim,)
@@ -158,7 +175,11 @@ class Target:
             v, g = self._vg_batch(x.reshape(1, self.dim))
             return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
         if self._grad is not None:
-            return self.logdensity(x), np.asarray(self._grad(x), dtype=float)
+            v, g = self.logdensity(x), np.asarray(self._grad(x), dtype=float)
+            if g.shape != (self.dim,):
+                raise ValueError(f"grad must return the gradient at one point x, shape ({self.dim},), but it returned "
+                                 f"shape {g.shape}")
+            return v, g
         try:
             v, g = (self._replay or self._vg)(x)
         except (TypeError, ValueError, IndexError, AttributeError) as err:
@@ -177,12 +198,19 @@ class Target:
                ):
         "Hessian (dim, dim) of the log density at x: autograd when available, else central differences of `grad`."
         x = np.asarray(x, dtype=float)
+        if x.size != self.dim:
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
         if self._grad is None:
             try:
-                return np.asarray(autograd.hessian(self._logp)(x), dtype=float)
+                H = np.asarray(autograd.hessian(self._logp)(x), dtype=float)
             except (TypeError, ValueError, IndexError, AttributeError) as err:
                 self._explain(err, x)
                 raise
+            if H.shape != (self.dim, self.dim):   # a vector-valued density: autograd stacks one Hessian per output
+                self._scalar(self._logp(x))       # raises, with the shape the density returned
+                raise ValueError(f"the Hessian at x of shape {x.shape} has shape {H.shape}, not ({self.dim}, "
+                                 f"{self.dim}): pass one point x of shape ({self.dim},)")
+            return H
         h = 1e-5 * np.maximum(1.0, np.abs(x))
         H = np.array([(self.grad(x + hi * e) - self.grad(x - hi * e)) / (2 * hi) for hi, e in zip(h, np.eye(self.dim))])
         return 0.5 * (H + H.T)
@@ -202,9 +230,27 @@ class Target:
             except (TypeError, ValueError, IndexError, AttributeError) as err:
                 self._explain(err, X)
                 raise
+            if vals is None or np.shape(vals) != X.shape[:-1]:   # anp.sum(x**2) without axis=-1: one number per batch
+                self._bad_batch(vals, X)
             return np.asarray(vals, dtype=float), np.asarray(grads, dtype=float)
         out = [self.value_and_grad(x) for x in X.reshape(-1, self.dim)]   # one row at a time, any leading shape
         return np.array([v for v, _ in out]).reshape(X.shape[:-1]), np.array([g for _, g in out]).reshape(X.shape)
+
+    def logdensity_batch(self,
+                         X, # points, shape (n, dim) (or any leading shape, (..., dim) -> (...))
+                        ) -> np.ndarray:
+        "Log densities (n,) at the rows of X: one call when batched (checked to give one value per row), else row by row."
+        X = np.asarray(X, dtype=float)
+        if not self.batched:
+            return np.array([self.logdensity(x) for x in X.reshape(-1, self.dim)]).reshape(X.shape[:-1])
+        try:
+            vals = self._logp(X)
+        except (ValueError, IndexError) as err:
+            self._explain(err, X, traced=False)
+            raise
+        if vals is None or np.shape(vals) != X.shape[:-1]:
+            self._bad_batch(vals, X)
+        return vals
 
     def check_point(self,
                     x,              # candidate starting point, shape (dim,)
@@ -227,7 +273,7 @@ def as_target(target,        # a `Target`, or a log density of one point (dim,) 
               dim:int=None,  # dimension: required for a plain function, checked against a Target
               name:str="target", # argument name used in error messages
              ) -> Target:
-    "The one conversion of the book: a Target is returned unchanged (after checking `dim`), a function is wrapped (gradients by autograd)."
+    "The conversion every chapter uses: a Target is returned unchanged (after checking `dim`), a function is wrapped (gradients by autograd)."
     if isinstance(target, Target):
         if dim is not None and check_count("dim", dim) != target.dim:
             raise ValueError(f"{name} has dimension {target.dim}, but dim={dim} was asked for")
@@ -238,13 +284,39 @@ def as_target(target,        # a `Target`, or a log density of one point (dim,) 
         raise ValueError(f"dim is required when {name} is a plain function (or pass a Target)")
     return Target(target, dim)
 
+_SHAPE_WORDS = ("shape", "align", "broadcast", "size", "dimension", "unpack", "reshape", "mismatch")
+
+def _about_shapes(err):
+    "Whether an exception raised by a log density on plain numpy is about the shapes of arrays (an index, alignment, ...)."
+    return type(err) is IndexError or type(err) is ValueError and any(w in str(err).lower() for w in _SHAPE_WORDS)
+
+def _on_box(err):
+    "Whether autograd's error `err` is a failure on its traced value (a numpy, math or scipy function given an ArrayBox)."
+    return isinstance(err, (TypeError, ValueError, AttributeError)) and "ArrayBox" in str(err)
+
+def _untraceable(err):
+    "The TypeError for a log density that runs on plain numpy arrays but that autograd cannot trace."
+    return TypeError("autograd cannot differentiate the log density: it runs on plain numpy arrays but fails on "
+                     "autograd's traced values (ArrayBox): it calls numpy, math or scipy functions directly, or "
+                     "assigns into an array. Write it with autograd.numpy "
+                     "(`import autograd.numpy as anp`: anp.sum, anp.exp, anp.dot, ... "
+                     "and autograd.scipy for special functions and densities), or pass `grad`. autograd's error: "
+                     f"{type(err).__name__}: {err}")
+
 # %% ../nbs/00b_targets.ipynb #as-target-for
 def as_target_for(logp,         # a `Target`, or a log density of one point (dim,) written with autograd.numpy
                   dim:int,      # dimension of the method that takes `logp` (a variational family, a starting point)
                   name:str="logp", # argument name used in error messages
-                  other:str="the variational family", # what `dim` is the dimension of, for the message
+                  other:str="the variational family", # what `dim` is the dimension of, for the messages; "dim" when it
+                                                      # is the caller's own argument `dim` (then `as_target`'s messages)
                  ) -> Target:
     "`as_target` for a method whose own dimension is `dim`: a Target of another dimension is named against `other`."
+    if other == "dim":
+        return as_target(logp, dim, name=name)
+    try:
+        dim = check_count("dim", dim)
+    except ValueError:
+        raise ValueError(f"{other} must have an integer dimension >= 1 (at least one coordinate), got {dim!r}") from None
     if isinstance(logp, Target) and logp.dim != dim:
         raise ValueError(f"{name} has dimension {logp.dim}, but {other} has dimension {dim}")
     return as_target(logp, dim, name=name)

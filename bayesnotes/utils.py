@@ -96,11 +96,15 @@ def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped 
 def check_finite(name:str, # argument name used in the error message
                  x,        # array-like to check
                 ) -> np.ndarray:
-    "Return `x` as a float array, raising ValueError naming `name` if it is not numeric or holds NaN or inf."
+    "Return `x` as a float array, raising ValueError naming `name` if it is not real numbers (complex ones too) or holds NaN or inf."
     try:
-        a = np.asarray(x, dtype=float)
+        a = np.asarray(x)
+        if not np.iscomplexobj(a):      # complex: refused below (a float conversion would drop the imaginary part)
+            a = np.asarray(a, dtype=float)
     except (TypeError, ValueError):     # a string, None in a list, an object: numpy's message would not name `name`
         raise ValueError(f"{name} must be a number or an array of numbers, got {type(x).__name__} {x!r:.60}") from None
+    if np.iscomplexobj(a):
+        raise ValueError(f"{name} must be real numbers, got complex values {x!r:.60}")
     if not np.all(np.isfinite(a)):
         bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
         raise ValueError(f"{name} must be finite; it has {bad} non-finite value(s)")
@@ -208,47 +212,76 @@ def warns(expected,        # warning class (or tuple of classes) the block must 
                              + (f" matching {match!r}" if match else "") + f", got {said}")
 
 # %% ../nbs/00a_utils.ipynb #shared-checks
+def _real_array(v,    # what a user's function returned
+                what, # how the message names it, e.g. "log_lik must return"
+               ) -> np.ndarray:
+    "`v` as a float array, raising ValueError with `what` when it is not real numbers (complex ones, strings, ragged lists)."
+    try:
+        a = np.asarray(v)
+        if not np.iscomplexobj(a):      # a float conversion would silently drop an imaginary part
+            return np.asarray(a, dtype=float)
+    except (TypeError, ValueError):     # numpy's own message would not name the function
+        pass
+    raise ValueError(f"{what} real numbers, got {type(v).__name__} {v!r:.60}")
+
 def check_logpdf(v,          # log densities or log potentials returned by a user's function, one per particle
                  N:int,      # number of particles
                  name:str,   # name of the function that returned `v`, used in the error message
                  t:int=None, # step of the algorithm, for the message (None: no step)
                 ) -> np.ndarray:
-    "Log densities or log potentials as a float array of shape (N,), refusing NaN and +inf (`t`: the step, for the message)."
-    v = np.asarray(v, dtype=float)
+    "Log densities or log potentials as a float array of shape (N,), refusing non-numbers, NaN and +inf (`t`: the step, for the message)."
     at = "" if t is None else f" at step t={t}"
+    v = _real_array(v, f"{name} must return one value per particle{at} as")
     if v.shape != (N,):
         raise ValueError(f"{name} must return one value per particle, shape ({N},){at}, got {v.shape}")
     if np.isnan(v).any() or (v == np.inf).any():
         raise ValueError(f"{name} returned NaN or +inf for {int((np.isnan(v) | (v == np.inf)).sum())} of {N} particles{at}")
     return v
 
-def check_particles(x,         # particles returned by a user's function, first axis N
-                    N:int,     # number of particles
-                    where:str, # name of the function that returned `x`, used in the error message
-                    t:int,     # step of the algorithm, for the message
+def check_particles(x,          # particles returned by a user's function, first axis N
+                    N:int,      # number of particles
+                    name:str,   # name of the function that returned `x`, used in the error message
+                    t:int=None, # step of the algorithm, for the message (None: no step)
                    ) -> np.ndarray:
-    "Particles `x` as an array whose first axis has length N, raising ValueError naming `where` and step `t` otherwise."
-    x = np.asarray(x)
-    if x.ndim == 0 or x.shape[0] != N:
-        raise ValueError(f"{where} must return particles with first axis N={N} at step t={t}, got shape {x.shape}")
-    return x
+    "Particles `x` as an array whose first axis has length N and whose values are finite real numbers, raising ValueError naming `name` (and step `t`) otherwise."
+    at = "" if t is None else f" at step t={t}"
+    a = np.asarray(x)
+    if a.ndim == 0 or a.shape[0] != N:
+        raise ValueError(f"{name} must return particles with first axis N={N}{at}, got shape {a.shape}")
+    if a.dtype.kind not in "biu":      # integers are finite; the rest must be finite reals (checked only: x keeps its dtype)
+        bad = ~np.isfinite(_real_array(a, f"{name} must return particles as"))
+        if bad.any():
+            raise ValueError(f"{name} returned NaN or inf particles{at} ({int(bad.sum())} of {a.size} values)")
+    return a
+
+def _swapped_call(err) -> bool:
+    "Whether an error inside prior_sample(rng, N) looks like a function written prior_sample(N, rng)."
+    msg = str(err)
+    if isinstance(err, AttributeError):      # the int N used as the generator; a typo in a Generator method is not it
+        return msg.startswith("'int' object has no attribute")
+    return isinstance(err, (TypeError, ValueError)) and "Generator" in msg   # the Generator used as the count N
 
 def prior_particles(prior_sample, # draws from the prior: (rng, N) -> (N, d), or (N,) for d = 1
                     N:int,        # number of particles
                     rng=None,     # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                    ) -> np.ndarray:
-    "N particles (N, d) from `prior_sample(rng, N)`, checked; an error inside it says the argument order it is called with."
+    """N particles (N, d) from `prior_sample(rng, N)`, checked. An error inside it that looks like swapped arguments
+    becomes a TypeError that says the order it is called with; any other error keeps its type, with a note."""
     rng = as_rng(rng)
     try:
         x = prior_sample(rng, N)
-    except (TypeError, AttributeError, ValueError) as err:
+    except Exception as err:
         # written as prior_sample(N, rng), it receives the Generator as N and the int as rng: "'int' object has no
         # attribute 'normal'" or "'Generator' object cannot be interpreted as an integer", from inside the user's code
-        raise (ValueError if isinstance(err, ValueError) else TypeError)(
-            f"prior_sample raised {type(err).__name__} ({err}). It is called as prior_sample(rng, N): a numpy Generator "
-            f"first, the number of particles N = {N} second; if yours is written prior_sample(N, rng), swap its "
-            "arguments (e.g. lambda rng, N: rng.normal(size=(N, d)))") from err
-    x = np.asarray(x, dtype=float)
+        if _swapped_call(err):
+            raise TypeError(
+                f"prior_sample raised {type(err).__name__} ({err}). It is called as prior_sample(rng, N): a numpy Generator "
+                f"first, the number of particles N = {N} second; if yours is written prior_sample(N, rng), swap its "
+                "arguments (e.g. lambda rng, N: rng.normal(size=(N, d)))") from err
+        if hasattr(err, "add_note"):    # Python >= 3.11; the error itself is unchanged
+            err.add_note(f"(raised inside prior_sample(rng, N) with N = {N})")
+        raise
+    x = _real_array(x, "prior_sample must return")
     if x.ndim == 1: x = x[:, None]
     if x.ndim != 2 or x.shape[0] != N:
         raise ValueError(f"prior_sample(rng, N) must return an array of shape (N, d) = ({N}, d), got {x.shape}")
@@ -261,43 +294,55 @@ def check_sampler_args(log_prior,    # log prior density of a batch of particles
                        prior_sample, # draws from the prior: (rng, N) -> (N, d)
                        n_mcmc,       # Metropolis steps per move, an integer >= 0
                        scale,        # proposal scale: None or a positive number
-                      ):
-    "Check the arguments the tempered samplers (AIS, tempered SMC, IBIS) share, raising ValueError naming the bad one."
+                      ) -> tuple:
+    """Check the arguments the tempered samplers (AIS, tempered SMC, IBIS, SMC-ABC, SMC²) share, raising ValueError
+    naming the bad one; returns `(n_mcmc, scale)` as `(int, float or None)`, the values a sampler must use."""
     for name, f in (("log_prior", log_prior), ("log_lik", log_lik), ("prior_sample", prior_sample)):
         if not callable(f): raise ValueError(f"{name} must be callable, got {f!r}")
-    check_count("n_mcmc", n_mcmc, 0)
+    n_mcmc = check_count("n_mcmc", n_mcmc, 0)
     if scale is not None:
-        check_positive("scale", check_shape("scale", scale, ()))
+        if isinstance(scale, (bool, np.bool_)): raise ValueError(f"scale must be None or a positive number, got {scale!r}")
+        scale = float(check_positive("scale", check_shape("scale", scale, ())))
+    return n_mcmc, scale
+
+def _widths(name,  # argument name used in the error message
+            w,     # a sequence of widths
+           ) -> tuple:
+    "The entries of `w` as ints >= 1, each checked by `check_count` under the name `name[i]`."
+    if isinstance(w, (str, bytes)):
+        raise ValueError(f"{name} must be a sequence of layer widths, got the string {w!r}")
+    try:
+        items = list(w)
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of layer widths, got {w!r}") from None
+    return tuple(check_count(f"{name}[{i}]", s) for i, s in enumerate(items))
 
 def check_layer_sizes(sizes, # layer widths (n_0, ..., n_L), input first and output last
                      ) -> tuple:
-    "Layer widths as a tuple of at least two ints >= 1, raising ValueError naming `sizes` otherwise."
-    try:
-        sizes = tuple(int(s) for s in sizes)
-    except TypeError:
-        raise ValueError(f"sizes must be a sequence of layer widths, got {sizes!r}")
-    if len(sizes) < 2 or min(sizes) < 1:
+    "Layer widths as a tuple of at least two ints >= 1 (3.0 is 3; 3.7, True, NaN and strings are refused), raising ValueError naming `sizes` otherwise."
+    sizes = _widths("sizes", sizes)
+    if len(sizes) < 2:
         raise ValueError(f"sizes must list an input and an output width (all >= 1), got {sizes}")
     return sizes
 
 def check_hidden(hidden, # hidden-layer widths: an int (one layer) or a sequence of ints; () for none
                 ) -> tuple:
-    "Hidden-layer widths as a tuple of ints >= 1 (an int is one layer; () is none)."
-    try:
-        hidden = tuple(int(h) for h in np.atleast_1d(hidden))
-    except (TypeError, ValueError):
-        raise ValueError(f"hidden must be a sequence of widths, got {hidden!r}")
-    if any(h < 1 for h in hidden): raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
-    return hidden
+    "Hidden-layer widths as a tuple of ints >= 1 (an int is one layer; () is none), raising ValueError naming `hidden` otherwise."
+    if isinstance(hidden, np.ndarray) and hidden.ndim == 0:
+        hidden = hidden.item()
+    if isinstance(hidden, (int, np.integer, float, np.floating, bool, np.bool_)):
+        return (check_count("hidden", hidden),)
+    return _widths("hidden", hidden)
 
 def check_inputs(X,            # inputs (n, d), or (n,) for one column
                  d:int=None,   # required number of columns (None: any)
                  name:str="X", # argument name used in the error message
                 ) -> np.ndarray:
-    "Inputs as a finite float array (n, d) with n >= 1 (a 1-d array is one column), raising ValueError naming `name`."
-    X = check_finite(name, np.asarray(X, dtype=float))
+    "Inputs as a finite real float array (n, d) with n >= 1 and d >= 1 (a 1-d array is one column), raising ValueError naming `name`."
+    X = check_finite(name, X)
     if X.ndim == 1: X = X[:, None]
     if X.ndim != 2 or X.shape[0] < 1: raise ValueError(f"{name} must have shape (n, d), got {X.shape}")
+    if X.shape[1] < 1: raise ValueError(f"{name} must have at least one column, got shape {X.shape}")
     if d is not None and X.shape[1] != d: raise ValueError(f"{name} must have {d} columns, got {X.shape[1]}")
     return X
 
@@ -306,7 +351,7 @@ def check_regression_data(X, # inputs (n, d), or (n,) for one column
                          ) -> tuple:
     "Inputs X (n, d) and targets y (n,) as finite float arrays (`check_inputs`), raising ValueError unless their lengths agree."
     X = check_inputs(X)
-    y = check_finite("y", np.asarray(y, dtype=float))
+    y = check_finite("y", y)
     if y.shape != (X.shape[0],): raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
     return X, y
 

@@ -1312,7 +1312,7 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
             raise ValueError("dim is required when logp is a plain function")
         dim = logp.dim
     dim = check_count("dim", dim)
-    t, q = as_target_for(logp, dim).taped(), make_family(family, dim)   # one recorded autograd graph for the run
+    t, q = as_target_for(logp, dim, other="dim").taped(), make_family(family, dim)   # one recorded autograd graph for the run
     n, rng = check_count("n_mc", n_mc, 4 if gradient == "score" else 1), as_rng(rng)
     if gradient in ("reparam", "stl"):
         stl = gradient == "stl"

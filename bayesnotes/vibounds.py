@@ -316,7 +316,7 @@ def chivi(logp,                 # log joint on R^dim: autograd function of z (di
     default from a widened ELBO fit; warns (`ConvergenceWarning`) when the fitted q's CUBO estimate falls below an ELBO estimate."""
     if dim is None and not isinstance(logp, Target):
         raise ValueError("dim is required when logp is a plain function")
-    t = as_target_for(logp, logp.dim if dim is None else check_count("dim", dim))
+    t = as_target_for(logp, logp.dim if dim is None else dim, other="dim")   # a `dim` of the user's is named as `dim`
     n, S, rng = _check_order(n), check_count("n_mc", n_mc, 4), as_rng(rng)
     n_check = check_count("n_check", n_check, 0)
     if n_check == 1:

@@ -4,6 +4,7 @@ A case that only warns (a documented warning, the value still returned) is in `W
 computation, so the file runs in a few seconds. No outcome is random: the `rng=0` of the table is a fixed seed (most
 calls fail before drawing; the state-space cases draw a few values from it first, the same ones every run), and the
 tests that draw (`seed` fixture) hold for any draws, as each says why."""
+import math
 import re
 import warnings
 
@@ -19,6 +20,7 @@ from bayesnotes.diagnostics import (ChainShapeWarning, autocorr, e_bfmi, ess_bul
 from bayesnotes.mcmc import SamplerWarning, sample
 from bayesnotes.mhvariants import independence_mh, metropolis_within_gibbs, mixture_mh
 from bayesnotes.vi import advi, laplace
+from bayesnotes.vibounds import chivi
 from bayesnotes.smc import (LinearGaussianSSM, StateSpaceModel, bootstrap_filter, ibis, resample, smc, systematic,
                             tempered_smc)
 from bayesnotes.smcsamplers import smc_abc, waste_free_smc
@@ -42,6 +44,20 @@ def plain_scipy(z):
     "Plain numpy/scipy: evaluates fine, but autograd cannot trace scipy.stats (its ArrayBox error)."
     return stats.norm.logpdf(z).sum()
 
+def no_return(z):
+    "Forgot the `return`: the function returns None."
+    v = -0.5 * anp.sum(z ** 2)
+
+def math_log(z):
+    "math.log of a coordinate: autograd cannot trace it, and at z[0] < 0 plain Python raises 'math domain error'."
+    return math.log(z[0]) - 0.5 * anp.sum(z ** 2)
+
+def own_check(z):
+    "A density that checks its own parameter (z[1] is a scale) and raises its own ValueError."
+    if z[1] < 0:
+        raise ValueError("sigma must be positive")
+    return -0.5 * anp.sum(z ** 2)
+
 def plain_float(z):
     "A Python float() of a coordinate: fine on numpy, TypeError on autograd's ArrayBox."
     return -0.5 * float(z[0]) ** 2 - 0.5 * anp.sum(z[1:] ** 2)
@@ -59,8 +75,13 @@ def prior_sample_swapped_seeded(N, rng): return np.random.default_rng(rng).stand
 def simulate(rng, th): return th + rng.standard_normal(th.shape)    # SMC-ABC's simulator (rng, theta (N, d)) -> (N, 1)
 
 MVN2 = stats.multivariate_normal(np.zeros(2), np.eye(2))
-SCALAR_DENSITY = r"must return a scalar.*returned an array of shape \(3,\)"
-USE_ANP = r"autograd.numpy.*import autograd.numpy as anp"
+# each message ends with its fix, and only that fix (the anchors keep a wrong hint appended to a right one from passing)
+SCALAR_DENSITY = r"^the log density must return a scalar.*returned an array of shape \(3,\); sum its terms \(anp\.sum\)$"
+SCALAR_BATCHED = r"^the log density must return a scalar.*returned an array of shape \(3,\); batched=True does not change that: sum over the last axis, anp\.sum\(\.\.\., axis=-1\)"
+BATCH_SHAPE = r"^the log density is declared batched=True, but for a batch of points of shape \(4, [23]\) it returned shape \(\).*axis=-1.*or drop batched=True$"
+NO_RETURN = r"^the log density returned None: does it end with `return \.\.\.`\?$"
+GRAD_SHAPE = r"^grad must return the gradient at one point x, shape \([23],\), but it returned shape \(\)$"
+USE_ANP = r"^autograd cannot differentiate the log density.*import autograd.numpy as anp.*or pass `grad`\. autograd's error: "
 WRONG_DIM = r"shape \(2,\) \(dim=2\).*shapes \(3,3\) and \(2,\) not aligned.*`dim`"
 SWAPPED = r"prior_sample\(rng, N\).*swap"
 SSM = LinearGaussianSSM(A=[[0.9]], C=[[1.0]], Q=[[0.5]], R=[[1.0]], m0=[0.0], P0=[[1.0]])
@@ -89,6 +110,36 @@ BAD = [
     (lambda: sample("rwmh", vector_valued, x0=np.zeros(3), n_warmup=5, n_draws=5, n_chains=1, rng=0), ValueError, SCALAR_DENSITY),
     (lambda: Target(vector_valued, 3).value_and_grad(np.zeros(3)), ValueError, SCALAR_DENSITY),
     (lambda: Target(vector_valued, 3).logdensity(np.zeros(3)), ValueError, SCALAR_DENSITY),
+    (lambda: Target(vector_valued, 3).hessian(np.zeros(3)), ValueError, SCALAR_DENSITY),
+    # the same density declared batched=True: still the scalar message (never autograd's), and never "pass batched=True"
+    (lambda: Target(vector_valued, 3, batched=True).value_and_grad(np.zeros(3)), ValueError, SCALAR_BATCHED),
+    (lambda: Target(vector_valued, 3, batched=True).logdensity(np.zeros(3)), ValueError, SCALAR_BATCHED),
+    (lambda: Target(vector_valued, 3, batched=True).value_and_grad_batch(np.zeros((4, 3))), ValueError,
+     r"^the log density is declared batched=True.*\(4, 3\) it returned shape \(4, 3\), not one value per row \(4,\)"),
+    # a density of one point declared batched=True (anp.sum without axis=-1): one number for the whole batch
+    (lambda: Target(good, 3, batched=True).value_and_grad_batch(np.zeros((4, 3))), ValueError, BATCH_SHAPE),
+    (lambda: Target(good, 3, batched=True).logdensity_batch(np.zeros((4, 3))), ValueError, BATCH_SHAPE),
+    (lambda: sample("rwmh", Target(good, 2, batched=True), x0=np.zeros(2), n_warmup=5, n_draws=5, n_chains=4, rng=0),
+     ValueError, BATCH_SHAPE),
+    (lambda: sample("nuts", Target(good, 2, batched=True), x0=np.zeros(2), n_warmup=5, n_draws=5, n_chains=4, rng=0),
+     ValueError, BATCH_SHAPE),
+    (lambda: advi(Target(good, 2, batched=True), n_iter=2, rng=0), ValueError, r"^the log density is declared batched=True.*returned shape \(\)"),
+    # a user gradient of the wrong shape
+    (lambda: Target(good, 3, grad=lambda x: 1.0).value_and_grad(np.zeros(3)), ValueError, GRAD_SHAPE),
+    (lambda: sample("mala", Target(good, 2, grad=lambda x: -np.sum(x)), x0=np.zeros(2), n_warmup=5, n_draws=5, n_chains=1,
+                    rng=0), ValueError, GRAD_SHAPE),
+    # a forgotten return (was NaN from logdensity, and the autograd hint from value_and_grad)
+    (lambda: Target(no_return, 2).logdensity(np.zeros(2)), ValueError, NO_RETURN),
+    (lambda: Target(no_return, 2).value_and_grad(np.zeros(2)), ValueError, NO_RETURN),
+    (lambda: Target(no_return, 2).check_point(np.zeros(2)), ValueError, NO_RETURN),
+    (lambda: sample("nuts", no_return, x0=np.zeros(2), n_warmup=5, n_draws=5, n_chains=1, rng=0), ValueError, NO_RETURN),
+    (lambda: laplace(no_return, np.zeros(2)), ValueError, NO_RETURN),
+    # math.log: the autograd hint at any point, never the dimension hint; the density's own errors come through as they are
+    (lambda: Target(math_log, 2).value_and_grad([1.0, 0.0]), TypeError, USE_ANP),
+    (lambda: Target(math_log, 2).value_and_grad([-1.0, 0.0]), TypeError, USE_ANP),
+    (lambda: Target(math_log, 2).logdensity([-1.0, 0.0]), ValueError, r"^math domain error$"),
+    (lambda: Target(own_check, 2).logdensity([0.0, -1.0]), ValueError, r"^sigma must be positive$"),
+    (lambda: Target(own_check, 2).value_and_grad([0.0, -1.0]), ValueError, r"^sigma must be positive$"),
     (lambda: advi(vector_valued, dim=3, n_iter=2, rng=0), ValueError, SCALAR_DENSITY),
     (lambda: laplace(vector_valued, np.zeros(3)), ValueError, SCALAR_DENSITY),
     # --- a plain numpy/scipy density autograd cannot differentiate (was autograd's ArrayBox error, no hint)
@@ -104,7 +155,10 @@ BAD = [
     (lambda: Target(needs_three, 2).value_and_grad(np.zeros(2)), ValueError, WRONG_DIM),
     (lambda: sample("nuts", needs_three, x0=np.zeros(2), n_warmup=5, n_draws=5, n_chains=1, rng=0), ValueError, WRONG_DIM),
     (lambda: Target(good, 3).value_and_grad(np.zeros(2)), ValueError, r"x must have shape \(3,\), got \(2,\)"),
-    (lambda: advi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"logp has dimension 2.*dimension 3"),
+    (lambda: advi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"^logp has dimension 2, but dim=3 was asked for$"),
+    (lambda: chivi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"^logp has dimension 2, but dim=3 was asked for$"),
+    (lambda: laplace(correlated_gaussian(), np.zeros(3)), ValueError, r"^logp has dimension 2, but x0 has dimension 3$"),
+    (lambda: laplace(good, np.zeros(0)), ValueError, r"^x0 must have an integer dimension >= 1 \(at least one coordinate\), got 0$"),
     # --- independence MH with a proposal of the wrong dimension (was a reshape error)
     (lambda: independence_mh(good, MVN2, dim=3, n_draws=5, rng=0), ValueError, r"proposal draws points of dimension 2.*target has dimension 3"),
     (lambda: independence_mh(good, MVN2, dim=3, x0=np.zeros(3), n_draws=5, rng=0), ValueError, r"proposal.*dimension 2.*dimension 3"),

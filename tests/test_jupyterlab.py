@@ -4,13 +4,15 @@
 
 Outside `make test` (about five minutes on 2 cores). For each chapter notebook (a copy in a temporary directory,
 so autosave never touches nbs/): open it in JupyterLab, run all cells, and assert that no cell shows an error or
-anything on stderr (warnings included), that every slider and drop-down of every `interact` widget changes the
+anything on stderr (warnings included), that the cells tools/tag_cells.py folds (`jupyter.source_hidden`) start
+folded, that every slider and drop-down of every `interact` widget changes the
 widget's output when moved by one step (as a reader moves it with the keyboard), within `MAX_RESPONSE` seconds,
 and that the browser console logged no error. ipywidgets shows an exception raised in a widget's callback inside
 the widget, not as a cell error, so only a test like this one sees it. JupyterLab's `window.jupyterapp`
 (`--LabApp.expose_app_in_browser`) runs the cells and reports the kernel state; Chromium is Debian's, as in
 tests/test_browser.py, and nothing is downloaded.
 """
+import json
 import os
 import shutil
 import socket
@@ -142,6 +144,12 @@ def test_chapter_runs_in_jupyterlab_and_its_widgets_respond(lab, chromium, name)
             quiet = quiet + 1 if state["idle"] and not state["running"] else 0
         panel = "#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
         assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"nbs/{name}"
+        # checks, setup and plumbing start folded (tools/tag_cells.py sets jupyter.source_hidden): JupyterLab obeys it
+        folded = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets"
+                               ".filter(c => c.model.type === 'code' && c.inputHidden).length")
+        meta = [c.get("metadata", {}) for c in json.loads((ROOT / "nbs" / name).read_text())["cells"] if c["cell_type"] == "code"]
+        expected = sum(1 for m in meta if m.get("jupyter", {}).get("source_hidden"))
+        assert expected and folded == expected, f"{name}: {folded} code cells start folded in JupyterLab, {expected} should"
         errors = page.evaluate("""() => Array.from(document.querySelectorAll('.jp-OutputArea-output'))
             .filter(e => e.querySelector('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')
                          || e.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr'

@@ -89,3 +89,32 @@ def test_runs_with_the_package_alone(nb):
     bad = {i: unguarded_imports(_code(c)) for i, c in enumerate(code)}
     bad = {i: b for i, b in bad.items() if b}
     assert not bad, f"{nb}: code cells import what a reader's Colab may lack, unguarded: {bad}"
+
+
+# ------------------------------------------------------------------------------------------ folded in JupyterLab
+CHAPTERS = sorted(NBS.glob("[0-9]*.ipynb"))
+
+
+@pytest.mark.parametrize("nb", [p.name for p in CHAPTERS])
+def test_jupyterlab_folds_what_a_student_need_not_read(nb):
+    """Checks, setup and plumbing start folded in JupyterLab (`jupyter.source_hidden`, set by tools/tag_cells.py), no
+    cell longer than a screen is open, and the code a reader scrolls past before the first figure is at most half of
+    what it is with every cell open (issue 30, item 3; `python tools/tag_cells.py --report` prints the numbers)."""
+    from tag_cells import SCREEN, directives, lines_before_figure, src
+    cells = _cells(NBS / nb)
+    for i, c in enumerate(cells):
+        if c["cell_type"] != "code":
+            continue
+        opts, _, rest = directives(src(c))
+        hidden = bool((c.get("metadata") or {}).get("jupyter", {}).get("source_hidden"))
+        assert hidden or "hide" not in opts, f"{nb} cell {i}: a `#| hide` cell (checks or setup) is open in JupyterLab"
+        assert hidden or sum(1 for l in rest if l.strip()) <= SCREEN, f"{nb} cell {i}: longer than a screen and open"
+    before, after = lines_before_figure(cells, folding=False), lines_before_figure(cells)
+    assert after <= before / 2, f"{nb}: {after} of {before} code lines before the first figure are open"
+
+
+def test_folding_survives_nbdev_clean():
+    "nbdev_clean keeps only the cell metadata keys settings.ini allows: `jupyter` (the folding) must be one."
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "settings.ini")
+    assert "jupyter" in cfg["DEFAULT"]["allowed_cell_metadata_keys"].split()

@@ -401,9 +401,9 @@ def split_title_cell(nb):
 
 
 # Pages that are read, not run: no Colab or Binder link (how_to_use draws its figure with tools/, which a notebook opened
-# alone on Colab does not have; contributing has no code). Every other notebook runs with the package alone: make
-# test-reader (tools/run_reader.py) runs each one as Colab would.
-PROSE_PAGES = {"how_to_use.ipynb", "contributing.ipynb"}
+# alone on Colab does not have; contributing and notation have no code). Every other notebook runs with the package alone:
+# make test-reader (tools/run_reader.py) runs each one as Colab would.
+PROSE_PAGES = {"how_to_use.ipynb", "notation.ipynb", "contributing.ipynb"}
 
 
 def notebook_links(proj: "Project", nb: PurePosixPath) -> dict:

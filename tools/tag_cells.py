@@ -19,6 +19,14 @@ cells stay in the notebooks, in JupyterLab and under nbval):
   `remove-cell`: maintainer material, dropped from the website (tools/build_site.py and Quarto honour the tag);
   when that heading shares a markdown cell with other text, the cell is split at the heading first.
 
+- **folding in JupyterLab** (cell metadata `jupyter.source_hidden`, which JupyterLab and Jupyter Notebook 7 read
+  and `nbdev_clean` keeps): the code a reader need not read to follow the lesson starts collapsed, its output
+  shown; one click on the bar opens it. Folded: `#| hide` cells (checks, setup, the install cell), "Code and checks"
+  cells, export cells that only import, export cells that only define `fig_*` functions and private helpers (the
+  figure below is the lesson, not its plotting code), and any cell longer than a screen (`SCREEN` non-blank lines). This option is the
+  script's own: it is set and cleared by these rules alone. `--report` prints, for every chapter, the code lines a
+  reader scrolls past before the first figure, all cells open and with this folding.
+
 A cell that already has one of these options keeps what it has (the script never edits an option it finds), so
 hand-written captions win and a second run changes nothing. Exported cells, `#| hide` cells and widget cells are
 left alone. Notebooks are written in nbdev's clean format (execnb's `write_nb`), so `nbdev_clean` is a no-op after it.
@@ -34,6 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).absolute().parent.parent
 FOLD_SUMMARY = "Code and checks"
+SCREEN = 40    # non-blank code lines that fit on a laptop screen in JupyterLab; a longer cell starts folded
 _DIRECTIVE = re.compile(r"^\s*#\s*\|\s*(.*)$")
 _REGEN_HEAD = re.compile(r"^#{1,6}\s+Regenerat(e|ing) (the )?figures\b", re.I | re.M)
 
@@ -231,6 +240,73 @@ def tag_notebook(nb: dict, docs: dict) -> list[str]:
     return changes
 
 
+def _only(tree, kinds) -> bool:
+    "Every top-level statement is one of `kinds` (a `try` counts when its body is)."
+    return bool(tree.body) and all(isinstance(n, kinds) or isinstance(n, ast.Try) and all(isinstance(m, kinds) for m in n.body)
+                                   for n in tree.body)
+
+
+def folded(cell) -> bool:
+    "Should this code cell start folded in JupyterLab (the rules of the module docstring)?"
+    opts, _, rest = directives(src(cell))
+    body = [l for l in rest if l.strip()]
+    if "hide" in opts or opts.get("code-fold") == "true" or len(body) > SCREEN:
+        return True
+    if not any(k in opts for k in ("export", "exports", "exporti")):
+        return False
+    tree = _parse("\n".join(rest))
+    if tree is None:
+        return False
+    if len(body) > 3 and _only(tree, (ast.Import, ast.ImportFrom)):
+        return True
+    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    return (bool(defs) and len(defs) == len(tree.body) and any(n.name.startswith("fig_") for n in defs)
+            and all(n.name.startswith(("fig_", "_")) for n in defs))
+
+
+def fold_for_jupyterlab(nb: dict) -> list[str]:
+    "Set `metadata.jupyter.source_hidden` of every code cell from `folded`; return a description of each change."
+    changes = []
+    for i, c in enumerate(nb["cells"]):
+        if c["cell_type"] != "code":
+            continue
+        meta = c.setdefault("metadata", {})
+        jl = meta.get("jupyter") or {}
+        want = folded(c)
+        if bool(jl.get("source_hidden")) == want:
+            continue
+        if want:
+            meta["jupyter"] = {**jl, "source_hidden": True}
+        else:
+            jl.pop("source_hidden", None)
+            if jl:
+                meta["jupyter"] = jl
+            else:
+                meta.pop("jupyter", None)
+        changes.append(f"cell {i}: {'folded' if want else 'unfolded'} in JupyterLab")
+    return changes
+
+
+def first_figure(cells) -> int:
+    "Index of the first cell that draws a numbered figure or a widget (len(cells) when none does)."
+    for i, c in enumerate(cells):
+        if c["cell_type"] == "code":
+            opts, _, rest = directives(src(c))
+            if opts.get("label", "").startswith("fig-") or re.search(r"\binteract(ive)?\(", "\n".join(rest)):
+                return i
+    return len(cells)
+
+
+def lines_before_figure(cells, folding: bool = True) -> int:
+    "Code lines (non-blank, directives included) a reader scrolls past before the first figure, with or without folding."
+    n = 0
+    for c in cells[:first_figure(cells)]:
+        if c["cell_type"] != "code" or folding and (c.get("metadata") or {}).get("jupyter", {}).get("source_hidden"):
+            continue
+        n += sum(1 for l in src(c).split("\n") if l.strip())
+    return n
+
+
 def _new_id(nb, base: str) -> str:
     ids = {c.get("id") for c in nb["cells"]}
     k = 1
@@ -261,7 +337,9 @@ def main(argv=None) -> int:
     p.add_argument("--check", action="store_true", help="exit 1 if any notebook would change; write nothing")
     p.add_argument("--dry-run", action="store_true", help="report the changes; write nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="list every change")
+    p.add_argument("--report", action="store_true", help="per chapter: code lines before the first figure, all open and folded")
     a = p.parse_args(argv)
+    report = []
     paths = a.notebooks or sorted((ROOT / "nbs").glob("[0-9]*.ipynb"))
     docs = figure_docs(sorted(set(paths) | set((ROOT / "nbs").glob("*.ipynb"))))
     total = 0
@@ -269,6 +347,9 @@ def main(argv=None) -> int:
         before = path.read_text(encoding="utf-8")
         nb = json.loads(before)
         changes = tag_notebook(nb, docs)
+        changes += fold_for_jupyterlab(nb)
+        if a.report:
+            report.append((path.stem, lines_before_figure(nb["cells"], False), lines_before_figure(nb["cells"])))
         if not changes:
             continue
         total += len(changes)
@@ -278,6 +359,11 @@ def main(argv=None) -> int:
                 print(f"  {ch}")
         if not (a.check or a.dry_run):
             write(nb, path)
+    if report:
+        print(f"{'chapter':28s} {'all open':>8s} {'folded':>7s}  code lines a reader scrolls past before the first figure")
+        for name, before, after in report:
+            print(f"{name:28s} {before:8d} {after:7d}  {after / max(before, 1):.2f}")
+        print(f"{'total':28s} {sum(r[1] for r in report):8d} {sum(r[2] for r in report):7d}")
     if a.check and total:
         print(f"--check: {total} change(s) to make; run python tools/tag_cells.py")
         return 1
