@@ -8,15 +8,15 @@ __all__ = ['MAX_ENERGY_ERROR', 'RWM_LOW_DIM_ACCEPT', 'TREE_DEPTH_WARN_SHARE', 'M
            'random_walk_matrix', 'tv_to_stationary', 'fig_random_walk', 'State', 'Info', 'Kernel', 'target_batch_fns',
            'run_programs', 'rwmh', 'mala', 'leapfrog', 'hamiltonian', 'hmc', 'nuts_doubling', 'fig_nuts_tree',
            'naive_nuts', 'Leaf', 'Trajectory', 'nuts', 'slice_sampler', 'DualAveraging', 'warmup_schedule',
-           'SampleStats', 'MCMCResult', 'SamplerWarning', 'sample', 'mixture_target', 'mixture_pdf', 'run_rwm_mixture',
-           'fig_rwm_mixture', 'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot', 'gibbs_gaussian',
-           'fig_gibbs_zigzag', 'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture', 'gibbs_normal',
-           'ising_gibbs', 'fig_ising', 'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm', 'slice_demo_target',
-           'fig_slice_1d', 'binomial_logistic_target', 'fig_slice_binomial', 'peaks', 'simulated_annealing',
-           'fig_annealing', 'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories', 'run_warmup', 'fig_warmup',
-           'funnel_noncentred', 'run_funnel', 'fig_funnel', 'iris_logistic', 'iris_class_probability',
-           'run_iris_boundaries', 'fig_iris_boundaries', 'unigauss_target', 'run_unigauss', 'fig_trace_priors',
-           'fig_rank_priors']
+           'SampleStats', 'MCMCResult', 'SamplerWarning', 'jittered_starts', 'sample', 'mixture_target', 'mixture_pdf',
+           'run_rwm_mixture', 'fig_rwm_mixture', 'rwm_scaling', 'fig_optimal_scaling', 'rwm_mixing_plot',
+           'gibbs_gaussian', 'fig_gibbs_zigzag', 'gibbs_mixture_1d', 'fig_gibbs_mixture', 'fig_acf_mixture',
+           'gibbs_normal', 'ising_gibbs', 'fig_ising', 'NIW', 'gibbs_gmm', 'gmm_data', 'fig_gibbs_gmm',
+           'slice_demo_target', 'fig_slice_1d', 'binomial_logistic_target', 'fig_slice_binomial', 'peaks',
+           'simulated_annealing', 'fig_annealing', 'fig_leapfrog', 'hmc_trajectory_plot', 'fig_hmc_trajectories',
+           'run_warmup', 'fig_warmup', 'funnel_noncentred', 'run_funnel', 'fig_funnel', 'iris_logistic',
+           'iris_class_probability', 'run_iris_boundaries', 'fig_iris_boundaries', 'unigauss_target', 'run_unigauss',
+           'fig_trace_priors', 'fig_rank_priors']
 
 # %% ../nbs/04_mcmc.ipynb #25efdc7e
 import inspect
@@ -969,6 +969,34 @@ def _warn_sampler_problems(family,          # kernel family name
                       "a step outside [1e-10, 1e7] that was clipped. The log density may be flat, improper, or not "
                       "finite near the chain; check the model and the start.", SamplerWarning, stacklevel=3)
 
+def jittered_starts(target:Target, # the log density, to keep each start where it is finite
+                    x0,             # one start, shape (dim,)
+                    n_chains:int,   # number of chains
+                    jitter:float,   # half-width of the uniform noise added to each coordinate (0: no noise)
+                    rng=None,       # random generator or seed (SPEC 7)
+                   ) -> np.ndarray:
+    """Starts (n_chains, dim) spread around one point: x0 + uniform(-jitter, jitter) per coordinate and chain (PyMC's
+    `jitter+adapt_diag` initialisation); a draw where the log density is not finite (or raises) is redrawn, up to 100
+    times (as Stan retries random inits), then that chain starts at x0. One chain, or jitter = 0: every chain at x0."""
+    x0 = np.asarray(x0, dtype=float)
+    jitter = float(check_positive("jitter", jitter, strict=False))
+    X = np.tile(x0, (n_chains, 1))
+    if jitter == 0 or n_chains == 1:
+        return X
+    rng = as_rng(rng)
+    for c in range(n_chains):
+        for _ in range(100):
+            x = x0 + rng.uniform(-jitter, jitter, size=x0.shape)
+            try:
+                with np.errstate(all="ignore"):   # a log of a negative number outside the support: nan, refused below
+                    ok = np.isfinite(target.logdensity(x))
+            except (ValueError, ArithmeticError):     # e.g. a domain error just outside the support
+                ok = False
+            if ok:
+                X[c] = x
+                break
+    return X
+
 def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a factory f(target, step_size=, inv_mass=) -> Kernel
            target,             # a `Target`, or an autograd log density of one point (then `x0` gives the dimension)
            x0=None,            # start (dim,) for all chains or (n_chains, dim); None: uniform(-2, 2) like Stan
@@ -981,9 +1009,11 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
            step_size=None,     # initial (adapt=True) or fixed step size, scalar or (n_chains,); default: heuristic
            inv_mass=None,      # initial or fixed diagonal inverse mass, (dim,) or (n_chains, dim); default ones
            target_accept=None, # acceptance rate aimed at by the step-size heuristic and adaptation (default per kernel)
+           jitter:float=1.0,   # a start x0 of shape (dim,) is spread over the chains by uniform(-jitter, jitter) noise; 0: all chains start at x0
            **kernel_kwargs,    # passed to the kernel factory (n_steps for hmc, max_depth for nuts, ...)
           ):
     """Run `n_chains` MCMC chains with Stan-style warm-up; returns draws (chain, draw, dim), statistics and adapted parameters.
+    A single start x0 (dim,) is jittered per chain (`jittered_starts`), so that R-hat can see chains that disagree.
     Warns (`SamplerWarning`) after the run about divergences, saturated NUTS trees and failed step-size searches."""
     rng = as_rng(rng)
     family, factory, default_accept = _resolve_kernel(kernel)
@@ -1003,7 +1033,7 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
     else:
         X = check_finite("x0", np.asarray(x0, dtype=float))
         if X.shape == (d,):
-            X = np.tile(X, (n_chains, 1))
+            X = jittered_starts(target, X, n_chains, jitter, rng)
         elif X.shape != (n_chains, d):
             raise ValueError(f"`x0` must have shape ({d},) or ({n_chains}, {d}), got {X.shape}")
     M = np.ones((n_chains, d)) if inv_mass is None else check_positive("inv_mass", inv_mass)

@@ -811,7 +811,7 @@ class TemperedResult(NamedTuple):
     particles: np.ndarray     # (N, d) final particles
     weights: np.ndarray       # (N,) final normalised weights
     log_evidence: float       # estimate of log Z = log int p(theta) p(D | theta)
-    temperatures: np.ndarray  # schedule 0 = lambda_{-1} < lambda_0 < ... < lambda_T = 1
+    temperatures: np.ndarray  # schedule 0 = beta_{-1} < beta_0 < ... < beta_T = 1 (the inverse temperatures)
     ess: np.ndarray           # ESS after each reweighting
     acceptance: np.ndarray    # mean Metropolis acceptance of each move step
     n_steps: int              # number of tempering steps (reweightings)
@@ -853,7 +853,7 @@ def fig_tempering(N:int=1000,   # number of particles
     fig, axes = new_figure(1, 3, width=12, height=3.4)
     for i, lam in enumerate(np.linspace(0, 1, 5)):
         d = np.exp(log_prior(g) + lam * log_lik(g))
-        axes[0].plot(g[:, 0], d / np.trapezoid(d, g[:, 0]), color=COLORS[i], label=f"$\\lambda$ = {lam:.2f}")
+        axes[0].plot(g[:, 0], d / np.trapezoid(d, g[:, 0]), color=COLORS[i], label=f"$\\beta$ = {lam:.2f}")
     axes[0].set_title("tempered targets"); axes[0].legend(fontsize=8); axes[0].set_xlabel(r"$\theta$")
     d = np.exp(log_prior(g) + log_lik(g))
     axes[1].hist(res.particles[:, 0], bins=60, weights=res.weights, density=True, color=COLORS[0], alpha=0.6,
@@ -862,7 +862,7 @@ def fig_tempering(N:int=1000,   # number of particles
     axes[1].set_title(f"SMC sample; log Z estimate {res.log_evidence:.3f}"); axes[1].legend(fontsize=8)
     axes[1].set_xlabel(r"$\theta$")
     axes[2].plot(np.arange(len(res.temperatures)) - 1, res.temperatures, "o-", color=COLORS[0])
-    axes[2].set_xlabel("step t"); axes[2].set_ylabel(r"$\lambda_t$")
+    axes[2].set_xlabel("step t"); axes[2].set_ylabel(r"$\beta_t$")
     axes[2].set_title(f"adaptive schedule, ESS kept at {ess_target:.0%}: {res.n_steps} steps")
     return fig
 

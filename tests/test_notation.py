@@ -15,9 +15,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import notation as nt  # noqa: E402
 import chapter_graph as cg  # noqa: E402
 
-# Letters that one chapter's notation tables give two meanings today, as (notebook, symbol key). All three come from
-# the "elsewhere in the chapter" column of chapter 2's table (cell "Worked models"), which states them on purpose.
-KNOWN_CLASHES = {("02_ep.ipynb", r"\alpha"), ("02_ep.ipynb", r"\mu"), ("02_ep.ipynb", "a")}
+# Letters that one chapter's notation tables give two meanings today, as (notebook, symbol key): none since chapter 2
+# renamed the letters of its worked models (Gamma Ga(kappa, lambda), weight prior N(zeta, 1/tau)).
+KNOWN_CLASHES: set = set()
 
 
 def _cells():
@@ -109,7 +109,7 @@ def test_extractor_finds_the_chapters_tables():
     assert {"02_ep.ipynb", "04_mcmc.ipynb", "05_smc.ipynb", "05c_particle_mcmc.ipynb"} <= have, have
     keys = {nb: {e.symbol for e in es} for nb, es in entries.items()}
     assert {r"\tau", "M", r"\epsilon"} <= keys["04_mcmc.ipynb"]
-    assert {"N", r"\lambda_t", "G_t"} <= keys["05_smc.ipynb"]
+    assert {"N", r"\beta_t", "G_t"} <= keys["05_smc.ipynb"]
 
 
 def test_comparison_with_the_book_wide_table():
@@ -128,10 +128,6 @@ def test_no_new_clashes_within_a_chapter():
     assert found <= KNOWN_CLASHES, f"new clashes: {sorted(found - KNOWN_CLASHES)}"
 
 
-@pytest.mark.xfail(strict=True, reason="02_ep.ipynb, cell 'Worked models' (notation table): $\\alpha$ is the shape of a "
-                   "Gamma and the power of power EP; $\\mu$ the mean of the weight prior and the moments of a tilted "
-                   "distribution; $a$ a Gamma parameter of model (a) and the clutter variance. Remove this mark when "
-                   "chapter 2 gives each letter one meaning.")
 def test_no_symbol_has_two_meanings_within_a_chapter():
     found = nt.all_clashes(NBS)
     assert not found, "\n".join(f"{nb} ${v[0].display}$: " + " | ".join(e.meaning for e in v) for (nb, _), v in found.items())
@@ -143,3 +139,12 @@ def test_every_chapter_links_the_notation_page(nb):
     cells = json.loads((Path(__file__).resolve().parents[1] / "nbs" / nb).read_text(encoding="utf-8"))["cells"]
     title = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert "](notation.ipynb)" in title, f"{nb}: the title cell does not link notation.ipynb"
+
+
+def test_one_letter_for_the_inverse_temperature():
+    "The tempering exponent is beta_t wherever the book tempers (3b AIS, 5 SMC and its problems), never lambda_t."
+    root = Path(__file__).resolve().parents[1] / "nbs"
+    for nb in ("03b_ais.ipynb", "05_smc.ipynb", "05d_smc_samplers.ipynb", "exercises/05_smc.ipynb", "solutions/05_smc.ipynb"):
+        text = "\n".join("".join(c["source"]) for c in json.loads((root / nb).read_text(encoding="utf-8"))["cells"])
+        assert not re.search(r"\\lambda_\{?[t\-0T]", text), f"{nb}: the inverse temperature is written lambda"
+        assert not re.search(r"likelihood\$\^\\lambda|\)\^\{?\\lambda", text), f"{nb}: a likelihood raised to lambda"
