@@ -930,13 +930,13 @@ def fig_power_ep(alphas=(0.0, 0.25, 0.5, 0.75, 1.0), # alpha values for the glob
 # %% ../nbs/02_ep.ipynb #89d53b02
 class GammaEPResult(NamedTuple):
     "Gamma EP (or ADF) approximation Ga(shape, rate) of the posterior of a precision."
-    shape: float            # shape alpha of q
-    rate: float             # rate beta of q
+    shape: float            # shape kappa of q
+    rate: float             # rate lambda of q
     log_evidence: float     # log-evidence estimate
     history: EPHistory      # per-sweep record (mean = E_q[gamma]); a single entry for ADF
     converged: bool         # whether the site changes fell below tol (always True for ADF)
-    site_shape: np.ndarray  # site natural parameters a_i (site = gamma^a_i exp(-b_i gamma)), shape (n,)
-    site_rate: np.ndarray   # site natural parameters b_i, shape (n,)
+    site_shape: np.ndarray  # site natural parameters tilde kappa_i (site = gamma^tilde kappa_i exp(-tilde lambda_i gamma)), shape (n,)
+    site_rate: np.ndarray   # site natural parameters tilde lambda_i, shape (n,)
 
 def noise_precision_data(n:int=20,            # number of observations
                          mu:float=1.0,        # prior mean of the weight
