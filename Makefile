@@ -66,7 +66,7 @@ test-reader: $(STAMP)
 	$(PYTHON) -m venv $(READER_VENV)
 	$(READER_VENV)/bin/python -m pip install --quiet -c $(BOOK_LOCK) . ipykernel ipywidgets matplotlib
 	rm -rf build
-	$(PY) tools/run_reader.py --python $(READER_VENV)/bin/python
+	$(PY) tools/run_reader.py --python $(abspath $(READER_VENV))/bin/python
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests

@@ -67,7 +67,8 @@ def run_one(nb_path: str, timeout: int) -> tuple[str, float, str | None]:
         nb = nbformat.read(copy, as_version=4)
         # IPC sockets in the notebook's own directory: two kernels started at once cannot race for the same TCP port
         km = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(Path(tmp) / "kernel"))
-        client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=False, resources={"metadata": {"path": tmp}})
+        client = NotebookClient(nb, km=km, timeout=timeout, startup_timeout=120, allow_errors=False,
+                                resources={"metadata": {"path": tmp}})
         try:
             client.execute()
         except CellExecutionError as e:
@@ -93,7 +94,12 @@ def main(argv=None) -> int:
     p.add_argument("notebooks", nargs="*", help="notebooks to run (default: every one with launch links)")
     args = p.parse_args(argv)
 
-    python = shutil.which(args.python) or args.python
+    # absolute: the kernel starts in the notebook's temporary folder, where a relative path finds nothing (and
+    # jupyter_client then waits for a kernel that never comes)
+    python = os.path.abspath(shutil.which(args.python) or args.python)
+    if not os.access(python, os.X_OK):
+        print(f"run_reader: {python} is not an executable Python", file=sys.stderr)
+        return 2
     missing = [m for m in ("nbdev", "pytest", "playwright", "fastcore", "tqdm", "arviz")
                if os.system(f'"{python}" -c "import {m}" >/dev/null 2>&1') == 0]
     if missing:
