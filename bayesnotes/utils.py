@@ -25,7 +25,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
-           'check_probability', 'check_spd', 'Raised', 'raises', 'warns', 'check_logpdf', 'check_particles',
+           'check_probability', 'check_spd', 'Raised', 'raises', 'warns', 'renamed', 'check_logpdf', 'check_particles',
            'prior_particles', 'check_sampler_args', 'check_layer_sizes', 'check_hidden', 'check_inputs',
            'check_regression_data', 'labels_pm1', 'check_proposal', 'shares_parameters', 'docments_of',
            'parameter_section', 'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
@@ -210,6 +210,29 @@ def warns(expected,        # warning class (or tuple of classes) the block must 
         said = "; ".join(f"{w.category.__name__}: {w.message}" for w in record) or "no warning"
         raise AssertionError(f"expected a {getattr(expected, '__name__', expected)}"
                              + (f" matching {match!r}" if match else "") + f", got {said}")
+
+# %% ../nbs/00a_utils.ipynb #renamed-code
+def renamed(**old_to_new, # old keyword name -> its new name, a parameter of the decorated function
+           ):
+    "Decorator: the old keyword names still work for one release, each with a DeprecationWarning naming the new one."
+    def decorate(f):
+        params = inspect.signature(f).parameters
+        for old, new in old_to_new.items():
+            if new not in params or old in params:
+                raise ValueError(f"renamed: {new!r} must be a parameter of {f.__name__} and {old!r} must not be")
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{f.__name__}() got {new!r} and its old name {old!r}: pass {new!r} only")
+                    warnings.warn(f"{f.__name__}: the argument {old!r} is now called {new!r}; the old name will be "
+                                  "removed in the next release", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return f(*args, **kwargs)
+        wrapper.__renamed__ = {**getattr(f, "__renamed__", {}), **old_to_new}
+        return wrapper
+    return decorate
 
 # %% ../nbs/00a_utils.ipynb #shared-checks
 def _real_array(v,    # what a user's function returned
