@@ -660,25 +660,16 @@ def _check_mcmc_10(answer, rng):
 
 # %% ../nbs/solutions/04_mcmc.ipynb #307f5f0e
 # mcmc.11
-def _schools_centred(y, sigma, mu_sd=5.0, tau_scale=5.0):
-    "log density of (mu, log tau, theta) of the hierarchical normal model (mu ~ N(0, mu_sd^2), tau ~ half-Cauchy)."
+def _schools(y, sigma, centred, mu_sd=5.0, tau_scale=5.0):
+    """log density of the hierarchical normal model (mu ~ N(0, mu_sd^2), tau ~ half-Cauchy) in (mu, log tau, theta)
+    (centred) or in (mu, log tau, eta) with theta = mu + tau eta, written directly (eq. es-noncentred of the chapter)."""
     def logp(x):
         x = np.asarray(x, float)
-        mu, lam, th = x[0], x[1], x[2:]
+        mu, lam, z = x[0], x[1], x[2:]
         tau = math.exp(lam)
+        th, lp_z = (z, stats.norm.logpdf(z, mu, tau)) if centred else (mu + tau * z, stats.norm.logpdf(z))
         return float(stats.norm.logpdf(mu, 0, mu_sd) + stats.halfcauchy.logpdf(tau, 0, tau_scale) + lam
-                     + stats.norm.logpdf(th, mu, tau).sum() + stats.norm.logpdf(y, th, sigma).sum())
-    return logp
-
-
-def _schools_noncentred(y, sigma, mu_sd=5.0, tau_scale=5.0):
-    "log density of (mu, log tau, eta), theta = mu + tau eta, written directly (eq. es-noncentred of the chapter)."
-    def logp(x):
-        x = np.asarray(x, float)
-        mu, lam, eta = x[0], x[1], x[2:]
-        tau = math.exp(lam)
-        return float(stats.norm.logpdf(mu, 0, mu_sd) + stats.halfcauchy.logpdf(tau, 0, tau_scale) + lam
-                     + stats.norm.logpdf(eta).sum() + stats.norm.logpdf(y, mu + tau * eta, sigma).sum())
+                     + lp_z.sum() + stats.norm.logpdf(y, th, sigma).sum())
     return logp
 
 
@@ -706,7 +697,7 @@ def _check_mcmc_11(answer, rng):
         J = int(rng.integers(3, 9))
         if k < 2:
             y, sigma = rng.normal(5, 10, size=J), rng.uniform(5, 20, size=J)
-            logp_c, logp_nc = _schools_centred(y, sigma), _schools_noncentred(y, sigma)
+            logp_c, logp_nc = _schools(y, sigma, True), _schools(y, sigma, False)
             what = f"a hierarchical normal model with J = {J} groups"
         else:
             logp_c, logp_nc = _odd_centred(J, rng)

@@ -164,13 +164,18 @@ class Target:
         if traced and isinstance(err, (TypeError, ValueError, AttributeError)):
             raise _untraceable(err) from err
 
+    def _point(self, x):
+        "x as a float array, refused (ValueError) unless it holds one point of dimension `dim`."
+        x = np.asarray(x, dtype=float)
+        if x.size != self.dim:
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        return x
+
     def value_and_grad(self,
                        x, # one point, shape (dim,)
                       ):
         "Log density and its gradient at a single point x of shape (dim,)."
-        x = np.asarray(x, dtype=float)
-        if x.size != self.dim:
-            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        x = self._point(x)
         if self._vg_batch is not None:
             v, g = self._vg_batch(x.reshape(1, self.dim))
             return float(np.asarray(v).reshape(-1)[0]), np.asarray(g, dtype=float).reshape(self.dim)
@@ -197,9 +202,7 @@ class Target:
                 x, # one point, shape (dim,)
                ):
         "Hessian (dim, dim) of the log density at x: autograd when available, else central differences of `grad`."
-        x = np.asarray(x, dtype=float)
-        if x.size != self.dim:
-            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        x = self._point(x)
         if self._grad is None:
             try:
                 H = np.asarray(autograd.hessian(self._logp)(x), dtype=float)

@@ -185,23 +185,6 @@ def symbol_key(sym: str) -> str:
     return s
 
 
-def _split_top(s: str, sep: str) -> list[str]:
-    "Split on `sep` outside braces and parentheses."
-    out, depth, cur = [], 0, []
-    for ch in s:
-        if ch in "{(":
-            depth += 1
-        elif ch in "})":
-            depth -= 1
-        if ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
-
-
 def split_symbols(cell: str) -> list[str]:
     r"""The symbols of a symbol cell, as written: `$\pi$, $\tilde\pi$, $Z$` and `$\alpha_0,\beta_0$` give two or
     three; `$t = 0, \dots, T$` gives `t` (the left-hand side names the symbol); `\dots` and empty pieces are dropped."""
@@ -211,7 +194,7 @@ def split_symbols(cell: str) -> list[str]:
         if "=" in m and not re.search(r"\\[A-Za-z]*=|[<>]=", m):
             out.append(m.split("=", 1)[0].strip())
             continue
-        for piece in _split_top(m, ","):
+        for piece in _split_prose(m, ","):
             p = piece.strip()
             if p and p not in (r"\dots", r"\ldots", r"\cdots", "..."):
                 out.append(p)
@@ -278,7 +261,7 @@ def table_entries(table: Table) -> list[Entry]:
         for sym, m in zip(syms, split_meaning(meaning, len(syms))):
             out.append(Entry(symbol_key(sym), sym, m, table.notebook, table.cell))
         if ec is not None and ec < len(row):
-            for item in _split_top(row[ec], ";"):
+            for item in _split_prose(row[ec], ";"):
                 m = re.match(r"\s*\$([^$]+)\$\s*:\s*(.+)$", item)
                 if m:
                     out.append(Entry(symbol_key(m.group(1)), m.group(1).strip(), normalise_meaning(m.group(2)),
