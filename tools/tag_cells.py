@@ -25,7 +25,8 @@ cells stay in the notebooks, in JupyterLab and under nbval):
   cells, export cells that only import, export cells that only define `fig_*` functions and private helpers (the
   figure below is the lesson, not its plotting code), and any cell longer than a screen (`SCREEN` non-blank lines). This option is the
   script's own: it is set and cleared by these rules alone. `--report` prints, for every chapter, the code lines a
-  reader scrolls past before the first figure, all cells open and with this folding.
+  reader scrolls past before the first figure, all cells open and with this folding, and the words of prose
+  before it (`MOTIVATE_WORDS`: a figure that motivates the chapter comes within 600).
 
 A cell that already has one of these options keeps what it has (the script never edits an option it finds), so
 hand-written captions win and a second run changes nothing. Exported cells, `#| hide` cells and widget cells are
@@ -307,6 +308,23 @@ def lines_before_figure(cells, folding: bool = True) -> int:
     return n
 
 
+MOTIVATE_WORDS = 600   # a chapter's first figure comes within this many words of prose (issue 30, item 3)
+
+
+def words_before_figure(cells) -> int:
+    """Words of prose a reader reads before the first figure: the markdown cells above it, with display and inline
+    maths counted as one word each and markup (headings' #, links' targets, HTML comments) dropped."""
+    n = 0
+    for c in cells[:first_figure(cells)]:
+        if c["cell_type"] != "markdown":
+            continue
+        t = re.sub(r"<!--.*?-->", " ", src(c), flags=re.S)
+        t = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " M ", t, flags=re.S)
+        t = re.sub(r"\]\([^)]*\)", "]", t)
+        n += len(re.findall(r"[A-Za-z0-9][\w'’-]*", t))
+    return n
+
+
 def _new_id(nb, base: str) -> str:
     ids = {c.get("id") for c in nb["cells"]}
     k = 1
@@ -349,7 +367,8 @@ def main(argv=None) -> int:
         changes = tag_notebook(nb, docs)
         changes += fold_for_jupyterlab(nb)
         if a.report:
-            report.append((path.stem, lines_before_figure(nb["cells"], False), lines_before_figure(nb["cells"])))
+            report.append((path.stem, lines_before_figure(nb["cells"], False), lines_before_figure(nb["cells"]),
+                           words_before_figure(nb["cells"])))
         if not changes:
             continue
         total += len(changes)
@@ -360,9 +379,10 @@ def main(argv=None) -> int:
         if not (a.check or a.dry_run):
             write(nb, path)
     if report:
-        print(f"{'chapter':28s} {'all open':>8s} {'folded':>7s}  code lines a reader scrolls past before the first figure")
-        for name, before, after in report:
-            print(f"{name:28s} {before:8d} {after:7d}  {after / max(before, 1):.2f}")
+        print(f"{'chapter':28s} {'all open':>8s} {'folded':>7s}  {'ratio':>5s} {'words':>6s}  code lines a reader scrolls past "
+              "before the first figure (all open, folded), and the words of prose before it")
+        for name, before, after, words in report:
+            print(f"{name:28s} {before:8d} {after:7d}  {after / max(before, 1):5.2f} {words:6d}")
         print(f"{'total':28s} {sum(r[1] for r in report):8d} {sum(r[2] for r in report):7d}")
     if a.check and total:
         print(f"--check: {total} change(s) to make; run python tools/tag_cells.py")
