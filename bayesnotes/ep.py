@@ -211,7 +211,8 @@ def moment_match_gamma(x,             # positive points, shape (n,)
 def fig_gamma_projection(sigma:float=0.8, # log-scale of the log-normal being projected
                         ):
     "Projecting a log-normal onto the Gamma family: the KL projection versus mean-and-variance matching."
-    g = np.linspace(1e-6, 12, 60001); lw = np.log(np.gradient(g))
+    u = np.linspace(-14 * sigma, 14 * sigma, 20001)      # quadrature in log gamma: the tails beyond 14 sd are ~1e-44
+    g, lw = np.exp(u), u + np.log(u[1] - u[0])          # points gamma = e^u with weights gamma du
     lp = stats.lognorm.logpdf(g, sigma)
     fig, ax = new_figure(width=5.5, height=3.5)
     ax.plot(g, np.exp(lp), color=COLORS[0], label=f"log-normal(0, {sigma}$^2$)")
@@ -252,13 +253,13 @@ def _dloglink(link, z):
     return d, -d * (1.0 - d)
 
 def _tilted_mode_u(link, alpha, y, mu, sd, n_steps=60):
-    """Mode u* of g(u) = alpha log t(y (mu + sd u)) - u^2 / 2, vectorised: safeguarded Newton.
-    g'' <= -1 (log t is concave), and u* lies between 0 and alpha y sd D(y mu) (D = d log t, decreasing)."""
+    """Mode u* of l(u) = alpha log t(y (mu + sd u)) - u^2 / 2, vectorised: safeguarded Newton.
+    l'' <= -1 (log t is concave), and u* lies between 0 and alpha y sd D(y mu) (D = d log t, decreasing)."""
     b = alpha * y * sd * _dloglink(link, y * mu)[0]
     lo, hi, u = np.minimum(0.0, b), np.maximum(0.0, b), np.zeros_like(b)
     for _ in range(n_steps):
         d1, d2 = _dloglink(link, y * (mu + sd * u))
-        g1 = alpha * y * sd * d1 - u                                    # g'(u), decreasing in u
+        g1 = alpha * y * sd * d1 - u                                    # l'(u), decreasing in u
         lo, hi = np.where(g1 > 0, u, lo), np.where(g1 > 0, hi, u)      # keep the root bracketed
         un = u - g1 / (alpha * sd * sd * d2 - 1.0)
         un = np.where((un <= lo) | (un >= hi), 0.5 * (lo + hi), un)    # bisect unless Newton stays inside
@@ -641,10 +642,15 @@ def ep_glm(X,                   # design matrix (n, d)
            S0,                  # prior covariance (d, d)
            plan,                # an `EPPlan`: link, power, sweeps, damping, tolerance, schedule
            progress:bool=False, # show a progress bar over the sweeps
+           name:str="ep_glm",   # name of the method in the EPConvergenceWarning
           ):
-    "Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta), as `plan` says; see `ep_probit`."
+    """Gaussian (power) EP for a linear model with factors t(y_i x_i^T theta), as `plan` says; see `ep_probit`.
+    Warns (EPConvergenceWarning) when `plan.n_iter` sweeps end before `plan.tol`, not when `plan.max_updates` stopped the run."""
     with blas_threads():
-        return _ep_glm_loop(X, ys, S0, plan, progress)
+        r, updates = _ep_glm_loop(X, ys, S0, plan, progress)
+    if plan.max_updates is None or updates < plan.max_updates:      # a deliberate truncation is not a failure
+        warn_not_converged(name, r.history, r.converged, plan.n_iter, plan.damping, plan.tol)
+    return r
 
 def _ep_glm_loop(X, ys, S0, plan, progress):
     moments = _moments_fn(plan.link, plan.alpha, plan.n_quad)
@@ -666,7 +672,8 @@ def _ep_glm_loop(X, ys, S0, plan, progress):
                       st.m.copy(), halvings): break
         if plan.max_updates is not None and updates >= plan.max_updates: break
     h = log.history()
-    return EPResult(st.m.copy(), st.S.copy(), float(h.log_evidence[-1]), h, log.converged, st.tau.copy(), st.nu.copy())
+    return (EPResult(st.m.copy(), st.S.copy(), float(h.log_evidence[-1]), h, log.converged, st.tau.copy(), st.nu.copy()),
+            updates)
 
 # %% ../nbs/02_ep.ipynb #c6fda1aa
 def _glm_ep(X, y, prior_var, link, alpha, n_iter, damping, tol, schedule, progress, n_quad=None, name=None):
@@ -675,9 +682,8 @@ def _glm_ep(X, y, prior_var, link, alpha, n_iter, damping, tol, schedule, progre
     check_ep_args(n_iter, damping, tol, alpha, schedule)
     if link not in _LINKS:
         raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
-    r = ep_glm(X, ys, S0, EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress)
-    warn_not_converged(name or "ep_" + link, r.history, r.converged, n_iter, damping, tol)
-    return r
+    return ep_glm(X, ys, S0, EPPlan(link, float(alpha), n_iter, damping, tol, schedule, n_quad=n_quad), progress,
+                  name=name or "ep_" + link)                       # ep_glm warns if the run is unconverged
 
 def ep_probit(X,                      # design matrix, shape (n, d)
               y,                      # labels in {0, 1} or {-1, +1}, shape (n,)
@@ -843,7 +849,7 @@ def _clutter_oscillating():
 def fig_clutter(n:int=20,       # observations in the left panel
                 rng=3,          # seed for the left panel's data
                ):
-    "EP versus the exact posterior of the 1-d clutter problem (w = 0.5, a = 10, b = 100)."
+    "EP versus the exact posterior of the 1-d clutter problem (clutter fraction 0.5, a = 10, b = 100)."
     fig, axes = new_figure(1, 2, width=10, height=3.6)
     for ax, x in zip(axes, (clutter_data(n, theta=2.0, rng=rng), _clutter_oscillating())):
         m, v, lz, (g, dens) = clutter_exact_1d(x[:, 0])
@@ -939,8 +945,8 @@ class GammaEPResult(NamedTuple):
     site_rate: np.ndarray   # site natural parameters tilde lambda_i, shape (n,)
 
 def noise_precision_data(n:int=20,            # number of observations
-                         mu:float=1.0,        # prior mean of the weight
-                         tau:float=4.0,       # prior precision of the weight
+                         mu:float=1.0,        # prior mean zeta of the weight
+                         tau:float=4.0,       # prior precision tau of the weight
                          noise_prec:float=2.0, # true noise precision gamma
                          rng=0,               # random generator or seed (SPEC 7)
                         ) -> tuple:
@@ -971,8 +977,8 @@ def _check_noise_ep(x, y, mu, tau, a0, b0, tilted, match):
 def gamma_tilted_closed(y,  # observation
                         m,  # mean of the Gaussian factor
                         s2, # variance of the Gaussian factor (without the noise)
-                        a,  # Gamma shape of the noise precision
-                        b,  # Gamma rate of the noise precision
+                        a,  # Gamma shape (kappa, of the cavity) of the noise precision
+                        b,  # Gamma rate (lambda, of the cavity) of the noise precision
                        ) -> tuple:
     "Source's closed form (corrected): log K, E[gamma], Var[gamma] with K_{a,b} ~ N(y | m, s2 + b / (a - 1))."
     logK = [stats.norm.logpdf(y, m, np.sqrt(s2 + b / (a + j - 1.0))) for j in range(3)]
@@ -981,9 +987,15 @@ def gamma_tilted_closed(y,  # observation
     return logK[0], e1, e2 - e1**2, None
 
 def _gamma_tilted_quad(y, m, s2, a, b, n=401):
-    "Exact log K, E[gamma], Var[gamma], E[log gamma] of Ga(a, b) x N(y | m, s2 + 1/gamma) by quadrature in log gamma."
+    """Exact log K, E[gamma], Var[gamma], E[log gamma] of Ga(a, b) x N(y | m, s2 + 1/gamma) by quadrature in log gamma.
+    When 1/gamma dominates s2 the tilted density is Ga(a + 1/2, b + (y - m)^2 / 2): an outlier moves the mass down by up
+    to log(1 + (y - m)^2 / (2 b)), so the window around the cavity is extended by that much (and by log(1 + 1/(2a))
+    upwards), at the step of the n-point cavity window."""
     us = np.log(a / b)
-    u = np.linspace(us - 10 / np.sqrt(a) - 25 / a, us + 10 / np.sqrt(a) + 2.0, n); h = u[1] - u[0]
+    lo, hi = us - 10 / np.sqrt(a) - 25 / a, us + 10 / np.sqrt(a) + 2.0
+    step = (hi - lo) / (n - 1)
+    lo, hi = lo - np.log1p((y - m) ** 2 / (2 * b)), hi + np.log1p(0.5 / a)
+    u = np.linspace(lo, hi, int(np.ceil((hi - lo) / step)) + 1); h = u[1] - u[0]
     g = np.exp(u)
     lw = a * u - b * g + stats.norm.logpdf(y, m, np.sqrt(s2 + 1 / g))   # gamma^(a-1) e^(-b gamma) d gamma, in u
     mx = lw.max(); W = np.exp(lw - mx); z0 = W.sum(); W /= z0
@@ -1017,10 +1029,10 @@ def _gamma_A(a, b):
 
 def adf_noise_precision(x,                    # inputs, shape (n,)
                         y,                    # outputs, shape (n,)
-                        mu:float=1.0,         # prior mean of the weight
-                        tau:float=4.0,        # prior precision of the weight
-                        a0:float=2.0,         # prior shape of the noise precision
-                        b0:float=2.0,         # prior rate of the noise precision
+                        mu:float=1.0,         # prior mean zeta of the weight
+                        tau:float=4.0,        # prior precision tau of the weight
+                        a0:float=2.0,         # prior shape kappa_0 of the noise precision
+                        b0:float=2.0,         # prior rate lambda_0 of the noise precision
                         order=None,           # processing order (indices, repeats allowed); None = 0..n-1
                         tilted:str="closed",  # "closed" (source's Student-t -> Gaussian step) or "quadrature"
                         match:str="mean_var", # "mean_var" or "kl" (quadrature only)
@@ -1077,10 +1089,10 @@ def ep_noise_precision(x,                     # inputs, shape (n,)
 
 def noise_precision_exact(x,                 # inputs, shape (n,)
                           y,                 # outputs, shape (n,)
-                          mu:float=1.0,      # prior mean of the slope
-                          tau:float=4.0,     # prior precision of the slope
-                          a0:float=2.0,      # Gamma prior shape of gamma
-                          b0:float=2.0,      # model constants as above
+                          mu:float=1.0,      # prior mean zeta of the slope
+                          tau:float=4.0,     # prior precision tau of the slope
+                          a0:float=2.0,      # Gamma prior shape kappa_0 of gamma
+                          b0:float=2.0,      # Gamma prior rate lambda_0 of gamma
                           n_grid:int=20001,  # quadrature points in log gamma
                          ) -> tuple:
     "Exact posterior of gamma by quadrature in log gamma: (mean, variance, log evidence, (gamma grid, density))."
@@ -1262,6 +1274,8 @@ def compare_breast_cancer(link:str="probit",  # "probit" or "logistic"
     out["reference"] = importance_reference(X, y, prior_var, link, (ep.mean, ep.cov), n_draws=n_draws, rng=rng)
     return out
 
+_METHOD_COLORS = {"EP": COLORS[0], "ADF": COLORS[3], "Laplace": COLORS[1]}   # one colour per method in every panel
+
 def fig_breast_cancer(results=None, # optional {"probit": dict, "logistic": dict} from `compare_breast_cancer`
                      ):
     "Per-coefficient mean errors and sd ratios of Gaussian approximations on the breast-cancer data."
@@ -1270,9 +1284,10 @@ def fig_breast_cancer(results=None, # optional {"probit": dict, "logistic": dict
     fig, axes = new_figure(len(results), 2, width=11, height=3.3 * len(results), squeeze=False)
     for row, (link, res) in zip(axes, results.items()):
         ref = res["reference"]; sd = np.sqrt(np.diag(ref.cov)); j = np.arange(len(sd))
-        for k, (name, (m, C, lz)) in enumerate((k_, v) for k_, v in res.items() if k_ != "reference"):
-            row[0].plot(j, (m - ref.mean) / sd, "o", ms=4, color=COLORS[k], label=f"{name} (log Z = {lz:.2f})")
-            row[1].plot(j, np.sqrt(np.diag(C)) / sd, "o", ms=4, color=COLORS[k], label=name)
+        for name, (m, C, lz) in ((k_, v) for k_, v in res.items() if k_ != "reference"):
+            col = _METHOD_COLORS.get(name, COLORS[4])
+            row[0].plot(j, (m - ref.mean) / sd, "o", ms=4, color=col, label=f"{name} (log Z = {lz:.2f})")
+            row[1].plot(j, np.sqrt(np.diag(C)) / sd, "o", ms=4, color=col, label=name)
         row[0].fill_between(j, -2 * ref.mean_se / sd, 2 * ref.mean_se / sd, color="0.85",
                             label=f"reference +-2 MCSE (log Z = {ref.log_evidence:.2f})")
         row[1].axhline(1.0, color="k", ls=":")

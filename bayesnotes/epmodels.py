@@ -217,8 +217,7 @@ def trueskill(winners,               # index of the winner of each game, shape (
     # full covariance: EP for probit regression on the skill offsets s - mu0 (mu0 cancels in every difference)
     X = trueskill_design(w, l, P, beta)
     r = ep_glm(X, np.ones(w.size), sigma0**2 * np.eye(P), EPPlan("probit", n_iter=int(n_iter), damping=damping, tol=tol),
-                progress)
-    warn_not_converged("trueskill", r.history, r.converged, n_iter, damping, tol)
+                progress, name="trueskill")                    # warns (EPConvergenceWarning) under this name
     return r._replace(mean=mu0 + r.mean)
 
 # %% ../nbs/02c_ep_models.ipynb #de0badd8

@@ -143,7 +143,8 @@ def test_unconverged_ep_warns():
     xn, yn = noise_precision_data()
     for run in (lambda: ep_probit(X, y, n_iter=2), lambda: ep_logistic(X, y, n_iter=2),
                 lambda: power_ep(X, y, alpha=0.5, n_iter=2), lambda: ep_noise_precision(xn, yn, n_iter=2),
-                lambda: ep_clutter(E._clutter_oscillating())):              # ep_clutter's defaults oscillate here
+                lambda: ep_clutter(E._clutter_oscillating()),               # ep_clutter's defaults oscillate here
+                lambda: E.ep_glm(X, 2 * y - 1, np.eye(2), E.EPPlan("probit", n_iter=1))):   # the engine itself too
         with pytest.warns(E.EPConvergenceWarning, match="n_iter"):
             r = run()
         assert not r.converged
@@ -151,6 +152,8 @@ def test_unconverged_ep_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", E.EPConvergenceWarning)              # converged runs stay silent
         assert ep_probit(X, y).converged and ep_clutter(E._clutter_oscillating(), damping=0.5, n_iter=300).converged
+        # a run stopped on purpose by max_updates (as fig_ep_steps does) is not reported as unconverged
+        assert not E.ep_glm(X, 2 * y - 1, np.eye(2), E.EPPlan("probit", n_iter=10**6, tol=1e-300, max_updates=7)).converged
 
 
 def test_parallel_step_halvings_are_recorded(monkeypatch):
@@ -159,7 +162,8 @@ def test_parallel_step_halvings_are_recorded(monkeypatch):
     X, y = probit_toy_data()
     fake = lambda link, alpha=1.0, n_quad=None: (lambda y_, mu, v: (np.zeros_like(mu), mu, 50.0 * v))
     monkeypatch.setattr(E, "_moments_fn", fake)
-    r = E.ep_glm(X, 2 * y - 1, np.eye(2), E.EPPlan("probit", n_iter=1, schedule="parallel"))
+    with pytest.warns(E.EPConvergenceWarning):                            # one sweep cannot converge here
+        r = E.ep_glm(X, 2 * y - 1, np.eye(2), E.EPPlan("probit", n_iter=1, schedule="parallel"))
     assert r.history.n_halvings.shape == (1,) and r.history.n_halvings[0] > 0
     assert np.all(np.linalg.eigvalsh(r.cov) > 0)
     monkeypatch.undo()
@@ -224,9 +228,13 @@ def test_order_dependence_adf_not_ep(toy, seed):
 
 def test_adf_repeated_passes_overcount(toy):
     X, y, _ = toy
-    d1 = np.linalg.det(adf_probit(X, y).cov)
-    d5 = np.linalg.det(adf_probit(X, y, order=np.tile(np.arange(len(y)), 5)).cov)
-    assert d5 < d1 / 5                                               # shrinks roughly like 1/k per dimension
+    # k passes count the likelihood k times and the prior once: the variances shrink, but more slowly than 1/k
+    # (variance ratios 0.38 and 0.32 at k = 5 on this problem), towards 1/k only where the likelihood dominates the prior
+    v1 = np.diag(adf_probit(X, y).cov)
+    v5 = np.diag(adf_probit(X, y, order=np.tile(np.arange(len(y)), 5)).cov)
+    v20 = np.diag(adf_probit(X, y, order=np.tile(np.arange(len(y)), 20)).cov)
+    assert np.all(v5 / v1 < 0.5) and np.all(v5 / v1 > 1 / 5)         # shrinks, but not as fast as 1/k
+    assert np.all(v20 < v5 / 2) and np.all(v20 / v1 > 1 / 20)        # keeps shrinking with more passes
 
 
 def test_parallel_schedule_and_logistic(toy):
