@@ -152,7 +152,10 @@ def test_full_cov_kl_per_dim_is_marginal(data, seed):
     S = L @ np.swapaxes(L, 1, 2)
     sd = np.sqrt(np.diagonal(S, axis1=1, axis2=2))
     tc = -0.5 * np.linalg.slogdet(S / sd[:, :, None] / sd[:, None, :])[1]
-    assert np.isclose(m.kl_per_dim(X).sum(), np.mean(kl - tc), rtol=1e-10) and np.all(tc > 1e-3)
+    # The identity is exact; the check is not vacuous as long as the total correlation is far above rtol * KL. Asking
+    # that of every image (the old `np.all(tc > 1e-3)`) failed at 2.5% of 200 seed offsets (one image nearly
+    # uncorrelated, tc = 2.9e-4); the mean over the 10 images was 0.023 to 0.67 there, so 1e-3 on the mean held at every one.
+    assert np.isclose(m.kl_per_dim(X).sum(), np.mean(kl - tc), rtol=1e-10) and np.mean(tc) > 1e-3
     marg = 0.5 * (mu ** 2 + sd ** 2 - 1) - np.log(sd)
     assert np.allclose(m.kl_per_dim(X), marg.mean(0), rtol=1e-12)
 
