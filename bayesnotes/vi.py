@@ -19,7 +19,7 @@ from autograd.extend import primitive, defvjp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, track
+from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, track, renamed
 from .core import (kl_gauss, mvn_logpdf, mvn_sample, NormalGamma, normal_gamma_update, normal_gamma_log_evidence, Adam, ConvergenceWarning)
 from .targets import Target, as_target, as_target_for, correlated_gaussian, logistic_regression
 from .datasets import load_old_faithful, load_breast_cancer, ising_test_image
@@ -41,7 +41,7 @@ __all__ = ['logp_values', 'batch_logp', 'check_points', 'GaussianFamily', 'MeanF
 # %% ../nbs/01_vi.ipynb #87f5e49b
 def logp_values(t,               # a `Target`
                 Z,               # points (n, dim)
-                name:str="logp", # argument name used in the error message
+                name:str="target", # argument name used in the error message
                ) -> np.ndarray:
     "Log densities of Target `t` at the rows of Z, raising ValueError if any is not finite."
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a bad value raises below, named
@@ -288,14 +288,15 @@ def check_family(q, # a variational family instance
         raise ValueError(f"q must be a variational family such as MeanFieldGaussian or FullRankGaussian, got {q!r}")
     return q
 
-def elbo(logp,                 # log joint density: an autograd-differentiable function of z (dim,) or a `Target`
+@renamed(logp="target")
+def elbo(target,               # log joint: a `Target`, or an autograd log density of one point z (dim,), dim = q.dim
          q,                    # variational family instance (`MeanFieldGaussian`, `FullRankGaussian`)
          n_mc:int=100,    # Monte Carlo draws from q
          rng=None,             # random generator or seed (SPEC 7)
         ) -> Estimate:
     "Monte Carlo estimate of the ELBO E_q[log p(x, z) - log q(z)] and its standard error."
     q = check_family(q)
-    t, n, rng = as_target_for(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
+    t, n, rng = as_target_for(target, q.dim, name="target"), check_count("n_mc", n_mc, 2), as_rng(rng)
     Z = q.sample(n, rng=rng)
     ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return Estimate(float(ell.mean()), float(ell.std(ddof=1) / np.sqrt(n)))
@@ -974,7 +975,8 @@ def _score_terms(G, ell, baseline):
         out[..., halves[a], :] = G[..., halves[a], :] * (ell[..., halves[a], None] - c[..., None, :])
     return out
 
-def score_function_grad(logp,               # log joint: autograd function of z (dim,) or a `Target`
+@renamed(logp="target")
+def score_function_grad(target,             # log joint: a `Target`, or an autograd log density of one point z (dim,), dim = q.dim
                         q,                  # variational family instance
                         n_mc:int=100,  # draws from q (at least 4 with a baseline)
                         rng=None,           # random generator or seed (SPEC 7)
@@ -982,7 +984,7 @@ def score_function_grad(logp,               # log joint: autograd function of z 
                        ) -> GradEstimate:
     "Score-function (REINFORCE) estimate of the ELBO gradient, optionally with a baseline control variate."
     q = check_family(q)
-    t, n, rng = as_target_for(logp, q.dim), check_count("n_mc", n_mc, 4 if baseline else 2), as_rng(rng)
+    t, n, rng = as_target_for(target, q.dim, name="target"), check_count("n_mc", n_mc, 4 if baseline else 2), as_rng(rng)
     Z = q.sample(n, rng=rng)
     ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     terms = _score_terms(q.score(Z), ell, baseline)
@@ -998,13 +1000,14 @@ def path_terms(t,             # a `Target` with `value_and_grad_batch`
     lp, Gz = t.value_and_grad_batch(Z)
     lp = np.asarray(lp, float)
     if not (np.all(np.isfinite(lp)) and np.all(np.isfinite(Gz))):
-        raise ValueError("logp or its gradient is not finite at draws from q; check its support, "
+        raise ValueError("target or its gradient is not finite at draws from q; check its support, "
                          "or transform constrained parameters with `unconstrain`")
     if stl:                                          # J^T (grad log p - grad_z log q), score term dropped
         return q.path_grad(eps, Gz - q.z_grad(eps)), lp
     return q.path_grad(eps, Gz) + q.entropy_grad(), lp
 
-def reparam_grad(logp,              # log joint: autograd function of z (dim,) or a `Target`
+@renamed(logp="target")
+def reparam_grad(target,            # log joint: a `Target`, or an autograd log density of one point z (dim,), dim = q.dim
                  q,                 # reparameterisable family (`MeanFieldGaussian`, `FullRankGaussian`)
                  n_mc:int=100, # draws of the base noise
                  rng=None,          # random generator or seed (SPEC 7)
@@ -1012,7 +1015,7 @@ def reparam_grad(logp,              # log joint: autograd function of z (dim,) o
                 ) -> GradEstimate:
     "Reparameterisation (pathwise) estimate of the ELBO gradient: closed-form entropy, or sticking the landing."
     q = check_family(q)
-    t, n, rng = as_target_for(logp, q.dim), check_count("n_mc", n_mc, 2), as_rng(rng)
+    t, n, rng = as_target_for(target, q.dim, name="target"), check_count("n_mc", n_mc, 2), as_rng(rng)
     terms, _ = path_terms(t, q, rng.standard_normal((n, q.dim)), bool(stl))
     return GradEstimate(terms.mean(0), terms.std(0, ddof=1) / np.sqrt(n))
 
@@ -1146,15 +1149,16 @@ def to_unconstrained(theta,  # constrained points, shape (..., d), strictly insi
                     else special.logit((th - lo) / (hi - lo)))
     return np.stack(cols, axis=-1)
 
-def unconstrain(logp,    # log density on the constrained space: autograd function of theta (dim,) or a `Target`
+@renamed(logp="target")
+def unconstrain(target,  # log density on the constrained space: a `Target`, or an autograd log density of one point theta (dim,) with `dim`
                 bounds,  # per-coordinate (lower, upper) pairs; None entries mean unbounded
-                dim:int=None, # dimension, needed when `logp` is a plain function
+                dim:int=None, # dimension, needed when `target` is a plain function (default: len(bounds))
                ) -> Target:
     "Target on R^d: log p(T(z)) + log|det dT/dz| for the Stan-style transforms given by `bounds`."
-    if isinstance(logp, Target):
-        t = logp
+    if isinstance(target, Target):
+        t = target
     else:
-        t = as_target_for(logp, check_count("dim", dim if dim is not None else len(bounds)))
+        t = as_target_for(target, name="target", dim=check_count("dim", dim if dim is not None else len(bounds)))
     kinds = _bound_kinds(bounds, t.dim)
     if t.batched:
         f = batch_logp(t)
@@ -1257,7 +1261,7 @@ def sgd_loop(step_fn:Callable,   # step_fn(q, t) -> (gradient of the ELBO in q's
     for it in track(range(n_iter), show, desc=desc):
         g, val = step_fn(q.with_params(params), it)
         if not np.isfinite(val):
-            raise ValueError(f"the ELBO estimate became non-finite at step {it}; lower lr or check logp")
+            raise ValueError(f"the ELBO estimate became non-finite at step {it}; lower lr or check the target")
         opt.lr = float(check_positive("lr(t)", lr_fn(it)))
         params = opt.step(params, g)
         trace.append(val)
@@ -1287,8 +1291,9 @@ def _score_step(t, q, n, rng):
     ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
     return _score_terms(q.score(Z), ell, True).mean(0), float(ell.mean())
 
-def advi(logp,                   # log joint on R^dim: autograd function of z (dim,) or a `Target` (use `unconstrain` for bounds)
-         dim:int=None,           # dimension of z (taken from `logp` if it is a Target)
+@renamed(logp="target")
+def advi(target,                 # log joint on R^dim: a `Target`, or an autograd log density of one point z (dim,) with `dim` (use `unconstrain` for bounds)
+         dim:int=None,           # dimension of z (taken from `target` if it is a Target)
          family="meanfield",     # "meanfield", "fullrank", or a family instance used as the starting point
          n_iter:int=10000,       # maximum number of Adam steps
          lr=0.1,                 # base Adam step size (decayed, see `decay`), or a function lr(step) used as given
@@ -1308,11 +1313,11 @@ def advi(logp,                   # log joint on R^dim: autograd function of z (d
         ) -> VIResult:
     "Fit a Gaussian variational family by stochastic gradient ascent on the ELBO (ADVI / BBVI), with a convergence check."
     if dim is None:
-        if not isinstance(logp, Target):
-            raise ValueError("dim is required when logp is a plain function")
-        dim = logp.dim
+        if not isinstance(target, Target):
+            raise ValueError("dim is required when target is a plain function (or pass a Target)")
+        dim = target.dim
     dim = check_count("dim", dim)
-    t, q = as_target_for(logp, dim, other="dim").taped(), make_family(family, dim)   # one recorded autograd graph for the run
+    t, q = as_target_for(target, dim, name="target", other="dim").taped(), make_family(family, dim)   # one recorded autograd graph for the run
     n, rng = check_count("n_mc", n_mc, 4 if gradient == "score" else 1), as_rng(rng)
     if gradient in ("reparam", "stl"):
         stl = gradient == "stl"
@@ -1528,7 +1533,8 @@ def fig_svi(n_iter:int=1500, # Adam steps per fit
     return fig
 
 # %% ../nbs/01_vi.ipynb #58483fa4
-def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a `Target`
+@renamed(logp="target")
+def iwae_bound(target,          # log joint: a `Target`, or an autograd log density of one point z (dim,), dim = q.dim
                q,               # variational family instance (the proposal)
                K:int=10,        # importance samples inside the log
                n:int=100,       # independent replicates averaged outside the log
@@ -1536,7 +1542,7 @@ def iwae_bound(logp,            # log joint: autograd function of z (dim,) or a 
               ) -> Estimate:
     "Importance-weighted (IWAE) lower bound E[log mean_k w_k] on log p(x), with its standard error."
     q = check_family(q)
-    t, K, n, rng = as_target_for(logp, q.dim), check_count("K", K, 1), check_count("n", n, 2), as_rng(rng)
+    t, K, n, rng = as_target_for(target, q.dim, name="target"), check_count("K", K, 1), check_count("n", n, 2), as_rng(rng)
     Z = q.sample(n * K, rng=rng)
     logw = (logp_values(t, Z) - np.asarray(q.log_prob(Z), float)).reshape(n, K)
     L = special.logsumexp(logw, axis=1) - np.log(K)
@@ -1588,9 +1594,9 @@ def fig_advi_iwae(lr:float=0.05,     # constant Adam step size
 # %% ../nbs/01_vi.ipynb #1f354b75
 class LaplaceResult(NamedTuple):
     "Gaussian (Laplace) approximation N(mode, cov) of a density, with its log-normaliser estimate."
-    mode: np.ndarray      # maximiser of logp, shape (d,)
+    mode: np.ndarray      # maximiser of the log density, shape (d,)
     cov: np.ndarray       # inverse of the negative Hessian at the mode, shape (d, d)
-    log_evidence: float   # logp(mode) + d/2 log(2 pi) - 1/2 log det(-Hessian)
+    log_evidence: float   # log p(mode) + d/2 log(2 pi) - 1/2 log det(-Hessian)
 
 def _fd_hessian(grad, x, h=1e-5):
     "Central-difference Hessian of a function from its exact gradient, symmetrised."
@@ -1602,7 +1608,8 @@ def _fd_hessian(grad, x, h=1e-5):
         H[:, j] = (grad(x + e) - grad(x - e)) / (2 * step[j])
     return 0.5 * (H + H.T)
 
-def laplace(logp,       # log density (up to a constant): autograd function of x (d,) or a `Target`
+@renamed(logp="target")
+def laplace(target,     # log density (up to a constant): a `Target`, or an autograd log density of one point x (d,), d = x0.size
             x0,         # starting point for the mode search, shape (d,)
             grad=None,  # optional gradient function x -> (d,)
             hess=None,  # optional Hessian function x -> (d, d)
@@ -1612,13 +1619,13 @@ def laplace(logp,       # log density (up to a constant): autograd function of x
     x0 = check_finite("x0", x0)
     if x0.ndim != 1:
         raise ValueError(f"x0 must be 1-d, got shape {x0.shape}")
-    t = as_target_for(logp, x0.size, other="x0")
+    t = as_target_for(target, x0.size, name="target", other="x0")
     t.check_point(x0, "x0")
     g = (lambda x: np.asarray(grad(x), float)) if grad is not None else t.grad
     if hess is not None:
         H = lambda x: np.asarray(hess(x), float)
-    elif not isinstance(logp, Target):
-        _h = autograd.hessian(logp)
+    elif not isinstance(target, Target):
+        _h = autograd.hessian(target)
         H = lambda x: np.asarray(_h(np.asarray(x, float)), float)
     else:
         H = lambda x: _fd_hessian(g, np.asarray(x, float))
@@ -1627,7 +1634,7 @@ def laplace(logp,       # log density (up to a constant): autograd function of x
     mode = res.x
     val = t.logdensity(mode)
     if not np.isfinite(val) or not np.all(np.abs(g(mode)) < 1e-5 * max(1.0, abs(val))):
-        raise ValueError(f"logp has no finite maximum reachable from x0 (optimiser: {res.message}); "
+        raise ValueError(f"target has no finite maximum reachable from x0 (optimiser: {res.message}); "
                          "is the posterior proper?")
     Lam = -H(mode)
     check_shape("hess(x)", Lam, (x0.size, x0.size))

@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from scipy import integrate, special, stats
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, cache_seeded, spawn_rng
+from .utils import as_rng, check_count, check_finite, check_positive, check_shape, cache_seeded, spawn_rng, renamed
 from .core import ConvergenceWarning, log_mean_exp, mvn_logpdf
 from .targets import Target, as_target_for
 from .plotting import COLORS, new_figure
@@ -104,7 +104,8 @@ def _check_order(n):
         raise ValueError(f"n must be > 1 (CUBO_1 is log p(x) itself, with no gradient), got {n!r}")
     return n
 
-def cubo(logp,            # log joint: autograd function of z (dim,) or a `Target`
+@renamed(logp="target")
+def cubo(target,          # log joint: a `Target`, or an autograd log density of one point z (dim,), dim = q.dim
          q,               # variational family instance (`MeanFieldGaussian`, `FullRankGaussian`)
          n:float=2.,      # order n > 1 of the bound
          n_mc:int=1000,   # draws from q
@@ -112,18 +113,19 @@ def cubo(logp,            # log joint: autograd function of z (dim,) or a `Targe
         ) -> Estimate:
     "Monte Carlo chi upper bound CUBO_n = log E_q[(p(x, z) / q(z))^n] / n (biased low at finite n_mc), log-sum-exp stable."
     q = check_family(q)
-    t, n, S, rng = as_target_for(logp, q.dim), _check_order(n), check_count("n_mc", n_mc, 2), as_rng(rng)
+    t, n, S, rng = as_target_for(target, q.dim, name="target"), _check_order(n), check_count("n_mc", n_mc, 2), as_rng(rng)
     Z = q.sample(S, rng=rng)
     value, se = log_mean_exp(n * (logp_values(t, Z) - np.asarray(q.log_prob(Z), float)))
     return Estimate(float(value / n), float(se / n))
 
-def eubo(logp,   # log joint: autograd function of z (dim,) or a `Target`
+@renamed(logp="target")
+def eubo(target, # log joint: a `Target`, or an autograd log density of one point z (dim,), dim = q.dim
          q,      # variational family instance
          draws,  # draws from the exact posterior p(z | x), shape (S, dim)
         ) -> Estimate:
     "Monte Carlo evidence upper bound EUBO = E_p[log p(x, z) - log q(z)] = log p(x) + KL(p || q) from posterior draws."
     q = check_family(q)
-    t = as_target_for(logp, q.dim)
+    t = as_target_for(target, q.dim, name="target")
     Z = check_shape("draws", check_finite("draws", draws), (None, q.dim))
     check_count("len(draws)", len(Z), 2)
     ell = logp_values(t, Z) - np.asarray(q.log_prob(Z), float)
@@ -189,7 +191,8 @@ def _gaussian_1d(q):
         raise ValueError(f"q must be one-dimensional for quadrature, got dim={q.dim}")
     return float(np.asarray(q.mean, float)[0]), float(np.sqrt(np.asarray(q.cov, float)[0, 0]))
 
-def bounds_quadrature(logp,           # log joint of a 1-d z: autograd function of z (1,) or a 1-d `Target`
+@renamed(logp="target")
+def bounds_quadrature(target,         # log joint of a 1-d z: a 1-d `Target`, or an autograd log density of one point z (1,)
                       q,              # 1-d Gaussian family member (`MeanFieldGaussian(1, ...)`)
                       lim,            # (low, high): an interval holding the mass of p(z | x) and of q
                       K=(10,),        # numbers of importance samples of the IWAE bounds
@@ -198,7 +201,7 @@ def bounds_quadrature(logp,           # log joint of a 1-d z: autograd function 
                      ) -> ExactBounds:
     "ELBO, IWAE_K, log p(x), CUBO_n and EUBO of a Gaussian q for a 1-d target, by adaptive quadrature (`scipy.integrate.quad`)."
     m, s = _gaussian_1d(q)
-    t, n = as_target_for(logp, 1), _check_order(n)
+    t, n = as_target_for(target, 1, name="target"), _check_order(n)
     lim = check_shape("lim", check_finite("lim", lim), (2,))
     Ks = np.atleast_1d(K)
     Ks = [check_count("K", k) for k in Ks]
@@ -296,8 +299,9 @@ def _affine_start(t, fit, spread):
             return MeanFieldGaussian(d, np.concatenate([m0 + s0 * p[:d], np.log(s0) + p[d:]]))
     return tu, q0, back
 
-def chivi(logp,                 # log joint on R^dim: autograd function of z (dim,) or a `Target`
-          dim:int=None,         # dimension of z (taken from `logp` if it is a Target)
+@renamed(logp="target")
+def chivi(target,               # log joint on R^dim: a `Target`, or an autograd log density of one point z (dim,) with `dim`
+          dim:int=None,         # dimension of z (taken from `target` if it is a Target)
           family="meanfield",   # "meanfield", "fullrank", or a family instance used as the starting point (then `start` is ignored)
           n:float=2.,           # order n > 1 of the CUBO
           n_iter:int=3000,      # Adam steps
@@ -314,9 +318,9 @@ def chivi(logp,                 # log joint on R^dim: autograd function of z (di
          ) -> ChiVIResult:
     """Chi-divergence VI (CHIVI): fit a Gaussian family by stochastic gradient descent on CUBO_n (reparameterised), by
     default from a widened ELBO fit; warns (`ConvergenceWarning`) when the fitted q's CUBO estimate falls below an ELBO estimate."""
-    if dim is None and not isinstance(logp, Target):
-        raise ValueError("dim is required when logp is a plain function")
-    t = as_target_for(logp, logp.dim if dim is None else dim, other="dim")   # a `dim` of the user's is named as `dim`
+    if dim is None and not isinstance(target, Target):
+        raise ValueError("dim is required when target is a plain function (or pass a Target)")
+    t = as_target_for(target, target.dim if dim is None else dim, name="target", other="dim")   # a `dim` of the user's is named as `dim`
     n, S, rng = _check_order(n), check_count("n_mc", n_mc, 4), as_rng(rng)
     n_check = check_count("n_check", n_check, 0)
     if n_check == 1:

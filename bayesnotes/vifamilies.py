@@ -16,7 +16,7 @@ import autograd.numpy as anp
 from autograd.scipy.linalg import solve_triangular as _asolve_tri
 from autograd.tracer import isbox
 
-from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd
+from .utils import as_rng, spawn_rng, cache_seeded, check_count, check_finite, check_positive, check_shape, check_spd, renamed
 from .core import kl_gauss
 from .targets import Target, as_target_for, banana, gaussian_target
 from .plotting import COLORS, new_figure
@@ -617,7 +617,8 @@ class CouplingFlow(_Flow):
     def __repr__(self): return f"CouplingFlow(dim={self.dim}, n_layers={self.n_layers}, width={self.width})"
 
 # %% ../nbs/01b_vi_families.ipynb #aabc433f
-def fit_flow(logp,                # log joint: autograd function of z (dim,) or a batched `Target`
+@renamed(logp="target")
+def fit_flow(target,              # log joint: a batched `Target`, or an autograd log density of one point z (dim,), dim = q.dim
              q,                   # flow to start from (`PlanarFlow` or `CouplingFlow`)
              n_iter:int=2000,     # Adam steps
              lr=0.01,             # base Adam step size (decayed, see `decay`), or a function lr(step)
@@ -631,7 +632,7 @@ def fit_flow(logp,                # log joint: autograd function of z (dim,) or 
     "Fit a normalising flow by Adam on the reparameterised ELBO E[log p(f(eps)) - log N(eps) + log|det J_f(eps)|]."
     if not isinstance(q, _Flow):
         raise ValueError(f"q must be a PlanarFlow or CouplingFlow, got {q!r}")
-    t, n, rng = as_target_for(logp, q.dim, other="the flow").taped(), check_count("n_mc", n_mc, 1), as_rng(rng)
+    t, n, rng = as_target_for(target, q.dim, name="target", other="the flow").taped(), check_count("n_mc", n_mc, 1), as_rng(rng)
     f = batch_logp(t)
     def objective(params, eps):
         z, ld = q.with_params(params).forward(eps)
@@ -666,8 +667,9 @@ class GridDensity(NamedTuple):
         q = np.exp(self.logq)
         return float(np.sum(q * (self.logq - self.logp)) * self.cell)
 
+@renamed(logp="target")
 def grid_density(q,                    # a 2-d family with `log_prob` (flow or Gaussian)
-                 logp,                 # 2-d target: a batched `Target` or a function of z (2,)
+                 target,               # 2-d target: a batched `Target`, or an autograd log density of one point z (2,)
                  xlim=(-9.0, 9.0),     # range of the first coordinate
                  ylim=(-6.0, 20.0),    # range of the second coordinate
                  n:int=300,            # nodes per axis
@@ -675,7 +677,7 @@ def grid_density(q,                    # a 2-d family with `log_prob` (flow or G
     "Evaluate log q and log p on an n x n grid (midpoints of the cells), for quadrature of q's mass and KL(q || p)."
     if getattr(q, "dim", None) != 2:
         raise ValueError(f"q must be a 2-d family, got {q!r}")
-    t, n = as_target_for(logp, 2), check_count("n", n, 2)
+    t, n = as_target_for(target, 2, name="target"), check_count("n", n, 2)
     (x0, x1), (y0, y1) = (check_shape(name, check_finite(name, v), (2,)) for name, v in (("xlim", xlim), ("ylim", ylim)))
     if not (x0 < x1 and y0 < y1):
         raise ValueError(f"xlim and ylim must be increasing pairs, got {xlim!r}, {ylim!r}")

@@ -155,9 +155,9 @@ BAD = [
     (lambda: Target(needs_three, 2).value_and_grad(np.zeros(2)), ValueError, WRONG_DIM),
     (lambda: sample("nuts", needs_three, x0=np.zeros(2), n_warmup=5, n_draws=5, n_chains=1, rng=0), ValueError, WRONG_DIM),
     (lambda: Target(good, 3).value_and_grad(np.zeros(2)), ValueError, r"x must have shape \(3,\), got \(2,\)"),
-    (lambda: advi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"^logp has dimension 2, but dim=3 was asked for$"),
-    (lambda: chivi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"^logp has dimension 2, but dim=3 was asked for$"),
-    (lambda: laplace(correlated_gaussian(), np.zeros(3)), ValueError, r"^logp has dimension 2, but x0 has dimension 3$"),
+    (lambda: advi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"^target has dimension 2, but dim=3 was asked for$"),
+    (lambda: chivi(correlated_gaussian(), dim=3, n_iter=2), ValueError, r"^target has dimension 2, but dim=3 was asked for$"),
+    (lambda: laplace(correlated_gaussian(), np.zeros(3)), ValueError, r"^target has dimension 2, but x0 has dimension 3$"),
     (lambda: laplace(good, np.zeros(0)), ValueError, r"^x0 must have an integer dimension >= 1 \(at least one coordinate\), got 0$"),
     # --- independence MH with a proposal of the wrong dimension (was a reshape error)
     (lambda: independence_mh(good, MVN2, dim=3, n_draws=5, rng=0), ValueError, r"proposal draws points of dimension 2.*target has dimension 3"),
