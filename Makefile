@@ -75,7 +75,7 @@ test-slow: $(STAMP)
 # adds it to .venv (it stays there: `make test` then runs the ArviZ comparisons too; rebuild .venv to drop it)
 test-arviz: $(STAMP)
 	$(PY) -m pip install --quiet $$(sed -n 's/^arviz_requirements *= *//p' settings.ini)
-	$(PY) -m pytest -p no:xdist tests/test_arviz.py nbs/04b_diagnostics.ipynb
+	$(PY) -m pytest -p no:xdist tests/test_arviz.py tests/test_workflow_arviz.py nbs/04b_diagnostics.ipynb
 
 seed-sweep: $(STAMP)
 	$(PY) tools/seed_sweep.py --offsets 20 -n 2

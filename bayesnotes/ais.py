@@ -4,13 +4,14 @@
 
 # %% ../nbs/03b_ais.ipynb #ddecabbb
 from __future__ import annotations
+import warnings
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 from scipy import linalg, stats
 
-from .utils import (as_rng, check_count, check_finite, check_logpdf, check_positive, check_sampler_args,
-                              check_spd, prior_particles, spawn_rng, track)
+from .utils import (as_rng, batch_logpdf, check_count, check_finite, check_logpdf, check_positive,
+                              check_sampler_args, check_spd, prior_particles, renamed, spawn_rng, track)
 from .core import ess, log_mean_exp
 from .plotting import new_figure, COLORS
 
@@ -74,9 +75,9 @@ class AISResult(NamedTuple):
     "Output of `ais`."
     log_evidence: float         # log Z_hat, the log of the mean of the weights
     log_evidence_stderr: float  # delta-method standard error of log Z_hat (the relative standard error of Z_hat)
-    ess: float                  # effective sample size (sum w)^2 / sum w^2 of the final weights, in [1, n_particles]
-    log_weights: np.ndarray     # (n_particles,) log AIS weights, eq. (2)
-    particles: np.ndarray       # (n_particles, d) states after the last move, a weighted sample of the posterior
+    ess: float                  # effective sample size (sum w)^2 / sum w^2 of the final weights, in [1, N]
+    log_weights: np.ndarray     # (N,) log AIS weights, eq. (2)
+    particles: np.ndarray       # (N, d) states after the last move, a weighted sample of the posterior
     temperatures: np.ndarray    # the schedule 0 = beta_0 < beta_1 < ... < beta_T = 1
     acceptance: np.ndarray      # (T,) mean Metropolis acceptance rate of the moves at each temperature
     proposal_cov: np.ndarray = None # (T, d, d) matrices L L^T used at each temperature (proposal covariance / h^2)
@@ -99,10 +100,11 @@ def _proposal_factors(proposal_cov, T, d):
         raise ValueError(f"proposal_cov must have shape (d, d) = ({d}, {d}) or (T, d, d) = ({T}, {d}, {d}), got {c.shape}")
     return np.array([check_spd("proposal_cov", ci, d) for ci in c])
 
-def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalised, so that Z is the evidence
-        log_lik:Callable,      # log likelihood, vectorised: (N, d) -> (N,)
+@renamed(n_particles="N")
+def ais(log_prior:Callable,    # log prior: a `Target` (one point (d,), as for MCMC) or vectorised (N, d) -> (N,); normalised, so that Z is the evidence
+        log_lik:Callable,      # log likelihood: a `Target` or vectorised (N, d) -> (N,)
         prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
-        n_particles:int,       # number of independent AIS runs (particles)
+        N:int,                 # number of independent AIS runs (particles); formerly `n_particles`
         n_temps:int=100,       # number of reweightings T of the default schedule beta_t = (t / T)^4
         betas=None,            # explicit schedule 0 = beta_0 < ... < beta_T = 1 (overrides n_temps)
         n_mcmc:int=1,          # random-walk Metropolis steps k at each temperature (0: no moves); cost N (1 + T k) likelihood evaluations
@@ -112,11 +114,12 @@ def ais(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,); normalis
         proposal_cov=None,     # fixed L L^T, (d, d) or (T, d, d), e.g. a pilot run's `proposal_cov`: exact kernels; None: the cloud's covariance (adaptive, see the text)
        ) -> AISResult:
     "Annealed importance sampling from the prior to the posterior: log evidence, its standard error, ESS, weights and particles."
-    N = check_count("n_particles", n_particles, 2)
+    N = check_count("N", N, 2)
+    log_prior, log_lik = batch_logpdf(log_prior, "log_prior"), batch_logpdf(log_lik, "log_lik")   # a Target or a function
     n_mcmc, scale = check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)   # checked: an int, a float or None
     b = _schedule(n_temps, betas)
     rng = as_rng(rng)
-    x = prior_particles(prior_sample, N, rng)
+    x = prior_particles(prior_sample, N, rng, (log_prior, log_lik))
     T, d = len(b) - 1, x.shape[1]
     Ls = None if proposal_cov is None else _proposal_factors(proposal_cov, T, d)
     h = 2.38 / np.sqrt(d) if scale is None else float(scale)
@@ -179,8 +182,9 @@ class EqualCostComparison(NamedTuple):
     log_evidence: np.ndarray  # (n_d, 2, n_reps) log Z_hat of each run: [:, 0] importance sampling, [:, 1] AIS
     ess: np.ndarray           # (n_d, 2, n_reps) ESS of each run's final weights
 
+@renamed(n_particles="N")
 def ais_vs_importance(dims=(3, 5, 8),        # dimensions d of `mixture_evidence_problem` to compare in
-                      n_particles:int=200,   # AIS particles N
+                      N:int=200,             # AIS particles; formerly `n_particles`
                       n_temps:int=50,        # AIS temperatures T
                       n_mcmc:int=4,          # AIS Metropolis moves k per temperature
                       scale:float=0.5,       # AIS random-walk scale h
@@ -190,7 +194,7 @@ def ais_vs_importance(dims=(3, 5, 8),        # dimensions d of `mixture_evidence
                      ) -> EqualCostComparison:
     "log Z_hat and ESS of `n_reps` runs of AIS and of importance sampling from the prior with N (1 + T k) draws, the same number of likelihood evaluations."
     ds = np.array([check_count("dims", d) for d in np.atleast_1d(dims)])
-    N, R = check_count("n_particles", n_particles, 2), check_count("n_reps", n_reps, 2)
+    N, R = check_count("N", N, 2), check_count("n_reps", n_reps, 2)
     cost = N * (1 + check_count("n_temps", n_temps) * check_count("n_mcmc", n_mcmc, 0))
     streams = as_rng(rng).spawn(len(ds) * 2 * R)     # independent streams: runs of different seeds never coincide
     le, es, exact = np.zeros((len(ds), 2, R)), np.zeros((len(ds), 2, R)), np.zeros(len(ds))
@@ -210,10 +214,18 @@ class TemperatureStudy(NamedTuple):
     log_evidence: np.ndarray  # (n_T, n_reps) log Z_hat of each independent run
     ess: np.ndarray           # (n_T, n_reps) ESS of each run's final weights
     exact: float              # exact log Z of the problem
-    n_particles: int          # particles per run
+    N: int                    # particles per run
 
+    @property
+    def n_particles(self) -> int:
+        "The old name of `N`, kept for one release (with a DeprecationWarning)."
+        warnings.warn("TemperatureStudy.n_particles is now called N; the old name will be removed in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.N
+
+@renamed(n_particles="N")
 def ais_temperature_study(n_temps=(1, 4, 16, 64, 256), # numbers of temperatures T to compare
-                          n_particles:int=200,  # particles per run
+                          N:int=200,            # particles per run; formerly `n_particles`
                           n_reps:int=12,        # independent runs per T
                           dim:int=3,            # dimension of `mixture_evidence_problem`
                           scale:float=0.5,      # h of the proposals x + h L z of `ais` (covariance h^2 times the cloud's)
@@ -226,9 +238,9 @@ def ais_temperature_study(n_temps=(1, 4, 16, 64, 256), # numbers of temperatures
     pb = mixture_evidence_problem(dim)
     le, es = np.zeros((len(Ts), R)), np.zeros((len(Ts), R))
     for i, j in track([(i, j) for i in range(len(Ts)) for j in range(R)], progress, desc="AIS runs"):
-        r = ais(pb.log_prior, pb.log_lik, pb.prior_sample, n_particles, n_temps=Ts[i], scale=scale, rng=spawn_rng(rng, 1 + i * R + j))
+        r = ais(pb.log_prior, pb.log_lik, pb.prior_sample, N, n_temps=Ts[i], scale=scale, rng=spawn_rng(rng, 1 + i * R + j))
         le[i, j], es[i, j] = r.log_evidence, r.ess
-    return TemperatureStudy(Ts, le, es, pb.log_evidence, n_particles)
+    return TemperatureStudy(Ts, le, es, pb.log_evidence, N)
 
 def fig_ais_temperatures(study:TemperatureStudy=None, # a finished study (None: run `ais_temperature_study(rng=rng)`)
                          rng=0,                       # random generator or seed (SPEC 7) when the study is run here
@@ -243,9 +255,9 @@ def fig_ais_temperatures(study:TemperatureStudy=None, # a finished study (None: 
                  label="over runs (nominal 95%, normal theory)")
     ax0.plot(T, v[-1] * T[-1] / T, "--", color="k", lw=1, label=r"$\propto 1/T$ through the last point")
     ax0.set(xscale="log", yscale="log", xlabel="number of temperatures T", ylabel=r"Var $\log\hat Z$",
-            title=f"{R} runs of N = {st.n_particles} per T")
+            title=f"{R} runs of N = {st.N} per T")
     ax0.legend()
-    ess = st.ess / st.n_particles
+    ess = st.ess / st.N
     ax1.plot(np.repeat(T, R), ess.ravel(), ".", color=COLORS[0], alpha=0.4, ms=4)
     ax1.plot(T, ess.mean(axis=1), "o-", color=COLORS[1], label="mean over runs")
     ax1.set(xscale="log", yscale="log", xlabel="number of temperatures T", ylabel="ESS / N of the final weights",

@@ -12,7 +12,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, optimize
 
-from .utils import (as_rng, check_count, check_finite, check_logpdf, check_particles, check_positive,
+from .utils import (as_rng, batch_logpdf, check_count, check_finite, check_logpdf, check_particles, check_positive,
                               check_probability, check_sampler_args, check_shape, check_spd, prior_particles,
                               shares_parameters, spawn_rng, track)
 from .core import log_normalize, ess
@@ -312,15 +312,33 @@ def _scheme_args(W, M, rng):
     W = _check_weights(W)
     return W, (W.size if M is None else check_count("M", M)), as_rng(rng)
 
+def _by_keyword(fname, args, order, given):
+    """The keyword arguments `given` (name -> value) with `args`, given by position as an older release took them,
+    put under the names `order` in that old order, and a DeprecationWarning saying to pass M= and rng= by keyword."""
+    if not args:
+        return given
+    if len(args) > len(order):
+        raise TypeError(f"{fname}() takes M= and rng= by keyword; got {len(args)} more positional arguments")
+    names = order[:len(args)]
+    for n in names:
+        if given[n] is not None:
+            raise TypeError(f"{fname}() got {n!r} by position and by keyword: pass {n}= only")
+    warnings.warn(f"{fname}: pass M= and rng= by keyword (got {' and '.join(names)} by position, the old order "
+                  f"{fname}(W, {', '.join(('scheme',) * (fname == 'resample') + order)})); positional M and rng will be "
+                  "refused in the next release", DeprecationWarning, stacklevel=3)
+    return {**given, **dict(zip(names, args))}
+
 def resampling_scheme(core, # the bare scheme (W, M, rng) -> ancestors, on checked input: what the SMC loop calls
                      ):
-    """Register `core` once in `RESAMPLING`, as a checked resampling function `(W, M=None, rng=None)` of the same name
-    and docstring; `.core` keeps the bare scheme."""
+    """Register `core` once in `RESAMPLING`, as a checked resampling function `(W, *, M=None, rng=None)` of the same
+    name and docstring; `.core` keeps the bare scheme."""
     def resampler(W,        # normalised weights, shape (N,)
+                  *args,    # deprecated: M and rng by position, in that order (pass M= and rng= by keyword)
                   M=None,   # number of ancestors to draw (None: N)
                   rng=None, # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                  ) -> np.ndarray:
-        return core(*_scheme_args(W, M, rng))
+        kw = _by_keyword(core.__name__, args, ("M", "rng"), dict(M=M, rng=rng))
+        return core(*_scheme_args(W, kw["M"], kw["rng"]))
     resampler.__name__ = resampler.__qualname__ = core.__name__
     resampler.__doc__, resampler.core = core.__doc__, core
     RESAMPLING[core.__name__] = resampler
@@ -368,11 +386,13 @@ def resampling_core(name:str,            # name of a scheme in `RESAMPLING`
 
 def resample(W,                       # normalised weights, shape (N,)
              scheme:str="systematic", # name of a scheme in `RESAMPLING`
-             rng=None,                # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+             *args,                   # deprecated: rng and M by position, in that old order (pass M= and rng= by keyword)
              M:Optional[int]=None,    # number of ancestors to draw (None: N)
+             rng=None,                # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
             ) -> np.ndarray:
     "Ancestor indices (M,) drawn from the weights `W` with the resampling scheme registered under `scheme`."
-    return resampling_core(scheme, "scheme")(*_scheme_args(W, M, rng))
+    kw = _by_keyword("resample", args, ("rng", "M"), dict(M=M, rng=rng))
+    return resampling_core(scheme, "scheme")(*_scheme_args(W, kw["M"], kw["rng"]))
 
 # %% ../nbs/05_smc.ipynb #4ef1a00e
 def fig_resampling(N:int=8,  # number of particles
@@ -777,13 +797,14 @@ def tempering_increment(ll,              # log likelihoods of the particles (N,)
 class TemperingFK(FeynmanKac):
     "Adaptive likelihood tempering, gamma_l = prior * lik^l for l from 0 to 1, with random-walk Metropolis moves."
     def __init__(self,
-                 log_prior,       # log prior density of a batch of particles (N, d) -> (N,)
-                 log_lik,         # log likelihood of a batch of particles (N, d) -> (N,)
+                 log_prior,       # log prior: a `Target` (one point (d,)) or vectorised, a batch of particles (N, d) -> (N,)
+                 log_lik,         # log likelihood: a `Target` or vectorised (N, d) -> (N,)
                  prior_sample,    # draws from the prior: (rng, N) -> (N, d)
                  ess_target=0.5,  # ESS fraction kept by each tempering step
                  n_mcmc=5,        # random-walk Metropolis steps per move
                  scale=None,      # proposal scale relative to the particles' standard deviations
                 ):
+        log_prior, log_lik = batch_logpdf(log_prior, "log_prior"), batch_logpdf(log_lik, "log_lik")   # a Target or a function
         n_mcmc, scale = check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         check_probability("ess_target", check_shape("ess_target", ess_target, ()))
         self.log_prior, self.log_lik, self.prior_sample = log_prior, log_lik, prior_sample
@@ -791,7 +812,7 @@ class TemperingFK(FeynmanKac):
         self.lambdas, self.acceptance = [0.0], []
     def M0(self, rng, N):
         self.lambdas, self.acceptance = [0.0], []
-        return prior_particles(self.prior_sample, N, rng)
+        return prior_particles(self.prior_sample, N, rng, (self.log_prior, self.log_lik))
     def done(self, t):
         return t > 0 and self.lambdas[-1] >= 1.0
     def logG(self, t, xp, x):
@@ -816,8 +837,8 @@ class TemperedResult(NamedTuple):
     acceptance: np.ndarray    # mean Metropolis acceptance of each move step
     n_steps: int              # number of tempering steps (reweightings)
 
-def tempered_smc(log_prior:Callable,   # log prior, vectorised: (N, d) -> (N,)
-                 log_lik:Callable,     # log likelihood, vectorised: (N, d) -> (N,)
+def tempered_smc(log_prior:Callable,   # log prior: a `Target` (a log density of one point (d,), as NUTS takes it) or vectorised (N, d) -> (N,)
+                 log_lik:Callable,     # log likelihood: a `Target` or vectorised (N, d) -> (N,)
                  prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
                  N:int,                # number of particles
                  rng=None,             # random generator or seed (SPEC 7)
@@ -911,13 +932,17 @@ class IBISFK(FeynmanKac):
     "IBIS: targets prior * p(y_{0:t} | theta), moved by random-walk Metropolis only after resampling."
     mutate_only_after_resampling = True
     def __init__(self,
-                 log_prior,     # log prior density of a batch of particles (N, d) -> (N,)
-                 log_lik,       # log likelihood of a batch of particles (N, d) -> (N,)
+                 log_prior,     # log prior: a `Target` (one point (d,)) or vectorised, a batch of particles (N, d) -> (N,)
+                 log_lik,       # (theta (N, d), y (n, ...)) -> (N,) summed log likelihood of a batch y
                  prior_sample,  # draws from the prior: (rng, N) -> (N, d)
                  data,          # observations, added one at a time
                  n_mcmc=5,      # random-walk Metropolis steps per move
                  scale=None,    # proposal scale relative to the particles' standard deviations
                 ):
+        if isinstance(log_lik, Target):   # a Target is a density of theta alone; IBIS also passes the data
+            raise ValueError("log_lik of ibis must be a function (theta (N, d), y (n, ...)) -> (N,), not a Target: the "
+                             "likelihood of a batch of observations y depends on y (a Target is accepted for log_prior)")
+        log_prior = batch_logpdf(log_prior, "log_prior")    # a Target or a function
         n_mcmc, scale = check_sampler_args(log_prior, log_lik, prior_sample, n_mcmc, scale)
         self.data = np.asarray(data, dtype=float)
         if self.data.ndim == 0 or len(self.data) == 0:
@@ -927,7 +952,7 @@ class IBISFK(FeynmanKac):
         self.move_steps, self.acceptance = [], []
     def M0(self, rng, N):
         self.move_steps, self.acceptance = [], []
-        return prior_particles(self.prior_sample, N, rng)
+        return prior_particles(self.prior_sample, N, rng, (self.log_prior,))
     def logG(self, t, xp, x):
         return check_logpdf(self.log_lik(x, self.data[t:t + 1]), len(x), "log_lik")
     def M(self, rng, t, xp):
@@ -948,7 +973,7 @@ class IBISResult(NamedTuple):
     variances: np.ndarray    # (T, d) posterior variances after each observation
 
 @shares_parameters(tempered_smc, ("n_mcmc", "resampling", "scale", "progress"))
-def ibis(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
+def ibis(log_prior:Callable,    # log prior: a `Target` (one point (d,)) or vectorised (N, d) -> (N,)
          log_lik:Callable,      # (theta (N, d), y (n, ...)) -> (N,) summed log likelihood of a batch y
          prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
          data,                  # observations, one per row (T, ...)

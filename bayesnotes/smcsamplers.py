@@ -11,8 +11,8 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 from scipy import linalg, special, stats
 
-from .utils import (as_rng, check_count, check_logpdf, check_positive, check_probability, check_sampler_args,
-                              check_shape, prior_particles, shares_parameters, spawn_rng, track)
+from .utils import (as_rng, batch_logpdf, check_count, check_logpdf, check_positive, check_probability,
+                              check_sampler_args, check_shape, prior_particles, shares_parameters, spawn_rng, track)
 from .core import log_normalize
 from .plotting import new_figure, COLORS
 from .ais import in_support, rw_chains, rw_factor
@@ -31,17 +31,17 @@ def _rw_factor_scaled(x, W, scale):
     h, L = rw_factor(x, W, scale)
     return h * L
 
-def _prior_cloud(prior_sample, log_prior, rng, N):
+def _prior_cloud(prior_sample, log_prior, rng, N, log_lik=None):
     "N draws from the prior and their log prior, refusing draws outside the prior's support (log prior -inf)."
-    x = prior_particles(prior_sample, N, rng)
+    x = prior_particles(prior_sample, N, rng, (log_prior, log_lik))
     lp = check_logpdf(log_prior(x), N, "log_prior")
     if not np.all(np.isfinite(lp)):
         raise ValueError("prior_sample drew points where log_prior is -inf")
     return x, lp
 
 @shares_parameters(tempered_smc, ("ess_target", "resampling", "scale", "progress"))
-def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
-                   log_lik:Callable,      # log likelihood, vectorised: (N, d) -> (N,)
+def waste_free_smc(log_prior:Callable,    # log prior: a `Target` (one point (d,), as NUTS takes it) or vectorised (N, d) -> (N,)
+                   log_lik:Callable,      # log likelihood: a `Target` or vectorised (N, d) -> (N,)
                    prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
                    N:int,                 # number of particles N = M P (all states of the M chains)
                    P:int=10,              # chain length: M = N / P particles are resampled and each makes P - 1 moves
@@ -52,10 +52,11 @@ def waste_free_smc(log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,
     N, P = check_count("N", N, 2), check_count("P", P, 2)
     if N % P:
         raise ValueError(f"P must divide N (N = M P states from M chains), got N={N}, P={P}")
+    log_prior, log_lik = batch_logpdf(log_prior, "log_prior"), batch_logpdf(log_lik, "log_lik")   # a Target or a function
     _, shared["scale"] = check_sampler_args(log_prior, log_lik, prior_sample, 0, shared["scale"])   # checked: a float or None
     ess_target = float(check_probability("ess_target", check_shape("ess_target", shared["ess_target"], ())))
     scheme, rng, M = resampling_core(shared["resampling"]), as_rng(rng), N // P
-    x, lp = _prior_cloud(prior_sample, log_prior, rng, N)
+    x, lp = _prior_cloud(prior_sample, log_prior, rng, N, log_lik)
     ll = check_logpdf(log_lik(x), N, "log_lik")
     lambdas, ess_steps, acceptance, log_Z = [0.0], [], [], 0.0
     for t in track(itertools.count(), shared["progress"], desc="waste-free smc"):
@@ -89,13 +90,14 @@ class GridReference(NamedTuple):
     mean: np.ndarray      # (2,) posterior mean
     variance: np.ndarray  # (2,) posterior variances
 
-def grid_reference(log_prior:Callable, # log prior, vectorised: (n, 2) -> (n,)
-                   log_lik:Callable,   # log likelihood, vectorised: (n, 2) -> (n,)
+def grid_reference(log_prior:Callable, # log prior: a `Target` of dimension 2 or vectorised (n, 2) -> (n,)
+                   log_lik:Callable,   # log likelihood: a `Target` of dimension 2 or vectorised (n, 2) -> (n,)
                    lo,                 # lower corner of the grid (2,)
                    hi,                 # upper corner of the grid (2,)
                    n_grid:int=400):    # grid points per axis
     "Log evidence, posterior mean and variances of a 2-d posterior by the trapezoid rule on a rectangle that holds its mass."
     n_grid = check_count("n_grid", n_grid, 3)
+    log_prior, log_lik = batch_logpdf(log_prior, "log_prior"), batch_logpdf(log_lik, "log_lik")
     lo, hi = check_shape("lo", np.asarray(lo, dtype=float), (2,)), check_shape("hi", np.asarray(hi, dtype=float), (2,))
     if not np.all(hi > lo):
         raise ValueError(f"hi must exceed lo in both coordinates, got lo={lo}, hi={hi}")
@@ -192,7 +194,7 @@ def _distances(simulate, rng, theta, s_obs):
 @shares_parameters(tempered_smc, ("n_mcmc", "resampling", "scale", "progress"))
 def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of one simulated data set per particle
             s_obs,                 # observed summary statistics (k,)
-            log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
+            log_prior:Callable,    # log prior: a `Target` (one point (d,)) or vectorised (N, d) -> (N,)
             prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
             N:int,                 # number of particles
             eps_min:float,         # final tolerance: the schedule stops when it reaches eps_min
@@ -208,6 +210,7 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
         raise ValueError(f"s_obs must be a finite 1-d array of summaries, got {s_obs!r}")
     if not callable(simulate):
         raise ValueError(f"simulate must be callable, got {simulate!r}")
+    log_prior = batch_logpdf(log_prior, "log_prior")    # a Target or a function
     shared["n_mcmc"], shared["scale"] = check_sampler_args(log_prior, simulate, prior_sample, shared["n_mcmc"], shared["scale"])
     eps_min = float(check_positive("eps_min", check_shape("eps_min", eps_min, ())))
     alive = float(check_probability("alive", check_shape("alive", alive, ())))
@@ -384,7 +387,7 @@ class SMC2Result(NamedTuple):
 
 @shares_parameters(tempered_smc, ("n_mcmc", "resampling", "scale", "progress"))
 def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose particle row r has parameter theta_rows[r]
-         log_prior:Callable,    # log prior, vectorised: (N, d) -> (N,)
+         log_prior:Callable,    # log prior: a `Target` (one point (d,)) or vectorised (N, d) -> (N,)
          prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
          y,                     # observations (T, dim_y)
          N:int,                 # number of theta-particles
@@ -396,6 +399,7 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
         ) -> SMC2Result:
     "SMC²: IBIS over theta with a bootstrap filter inside every theta-particle, PMMH rejuvenation and optional doubling of N_x."
     N, Nx = check_count("N", N, 2), check_count("N_x", N_x, 1)
+    log_prior = batch_logpdf(log_prior, "log_prior")    # a Target or a function
     for name, fn in (("ssm_of", ssm_of), ("log_prior", log_prior), ("prior_sample", prior_sample)):
         if not callable(fn): raise ValueError(f"{name} must be callable, got {fn!r}")
     shared["n_mcmc"], shared["scale"] = check_sampler_args(log_prior, ssm_of, prior_sample, shared["n_mcmc"], shared["scale"])

@@ -21,12 +21,14 @@ import time
 import tokenize
 import warnings
 
+from typing import Callable
+
 import numpy as np
 
 # %% auto #0
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
            'check_probability', 'check_spd', 'Raised', 'raises', 'warns', 'renamed', 'check_logpdf', 'check_particles',
-           'prior_particles', 'check_sampler_args', 'check_layer_sizes', 'check_hidden', 'check_inputs',
+           'prior_particles', 'batch_logpdf', 'check_sampler_args', 'check_layer_sizes', 'check_hidden', 'check_inputs',
            'check_regression_data', 'labels_pm1', 'check_proposal', 'shares_parameters', 'docments_of',
            'parameter_section', 'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
 
@@ -287,6 +289,7 @@ def _swapped_call(err) -> bool:
 def prior_particles(prior_sample, # draws from the prior: (rng, N) -> (N, d), or (N,) for d = 1
                     N:int,        # number of particles
                     rng=None,     # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
+                    logpdfs=(),   # the sampler's log densities from `batch_logpdf`: those made from a Target have their `dim` checked against d
                    ) -> np.ndarray:
     """N particles (N, d) from `prior_sample(rng, N)`, checked. An error inside it that looks like swapped arguments
     becomes a TypeError that says the order it is called with; any other error keeps its type, with a note."""
@@ -310,7 +313,41 @@ def prior_particles(prior_sample, # draws from the prior: (rng, N) -> (N, d), or
         raise ValueError(f"prior_sample(rng, N) must return an array of shape (N, d) = ({N}, d), got {x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("prior_sample returned non-finite values")
+    for f in logpdfs:                  # a Target's dimension against the draws', before any evaluation
+        if getattr(f, "dim", None) is not None and f.dim != x.shape[1]:
+            raise ValueError(_dim_message(f.__name__, f.dim, x.shape))
     return x
+
+def _is_target(f):
+    "Whether `f` is a `Target` (targets.Target, recognised by its `dim` and `logdensity_batch`: this module imports no chapter)."
+    return hasattr(type(f), "logdensity_batch") and hasattr(f, "dim") and not callable(f)
+
+def _dim_message(name, dim, shape):
+    d = shape[-1] if len(shape) else 0
+    return (f"{name} is a Target of dimension {dim}, but the particles (drawn by prior_sample) have dimension {d} "
+            f"(shape {shape}): build the Target with dim={d}, or make prior_sample draw (N, {dim})")
+
+def batch_logpdf(f,    # a `Target` (a log density of ONE point (dim,)), or a vectorised log density (N, d) -> (N,)
+                 name:str, # argument name used in error messages ("log_prior", "log_lik")
+                ) -> Callable:
+    """The vectorised log density (N, d) -> (N,) the particle samplers call, from either way of saying a model: a
+    `Target` through its `logdensity_batch` (one call per batch when it was built with batched=True, else row by row),
+    its `dim` checked against the particles' (ValueError naming `name`; `prior_particles(..., logpdfs=)` checks it at
+    the prior draws, before any evaluation); a callable is returned as it is. The one
+    conversion that AIS, tempered and waste-free SMC, IBIS, SMC-ABC and SMC² share."""
+    if _is_target(f):
+        dim = f.dim
+        def logpdf(X):
+            X = np.asarray(X, dtype=float)
+            if X.ndim != 2 or X.shape[1] != dim:
+                raise ValueError(_dim_message(name, dim, X.shape))
+            return f.logdensity_batch(X)
+        logpdf.__name__ = logpdf.__qualname__ = name
+        logpdf.target, logpdf.dim = f, dim     # `prior_particles(..., logpdfs=)` checks dim against the prior draws
+        return logpdf
+    if not callable(f):
+        raise ValueError(f"{name} must be callable (a vectorised log density (N, d) -> (N,)) or a Target, got {f!r:.60}")
+    return f
 
 def check_sampler_args(log_prior,    # log prior density of a batch of particles (N, d) -> (N,)
                        log_lik,      # log likelihood of a batch of particles (N, d) -> (N,)

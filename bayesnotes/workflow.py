@@ -5,7 +5,7 @@
 # %% ../nbs/09_workflow.ipynb #d1b74967
 from __future__ import annotations
 import warnings
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from scipy import special, stats

@@ -76,7 +76,7 @@ def test_evidence_estimate_is_unbiased(replicates):
 
 def test_more_temperatures_reduce_variance(seed):
     "Variance of log Z_hat at T = 1 against T = 128 (d = 3, N = 100, 16 runs each)."
-    st = ais_temperature_study(n_temps=(1, 128), n_particles=100, n_reps=16, rng=seed(7))
+    st = ais_temperature_study(n_temps=(1, 128), N=100, n_reps=16, rng=seed(7))
     v = st.log_evidence.var(axis=1, ddof=1)
     # measured ratio v(1) / v(128) about 20; if the true ratio is at least 4, the sample ratio falls below 1 with
     # probability P(F(15, 15) > 4) < 0.005, and at the measured ratio with probability < 1e-7
@@ -167,24 +167,24 @@ def test_fixed_proposal_cov_unbiased(seed):
 
 def test_ais_vs_importance_equal_cost(seed):
     "Both methods get N (1 + T k) likelihood evaluations; the importance-sampling runs are `ais` with one temperature."
-    cmp = ais_vs_importance(dims=(2,), n_particles=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(8))
+    cmp = ais_vs_importance(dims=(2,), N=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(8))
     assert cmp.cost == 30 * (1 + 4 * 2) and cmp.log_evidence.shape == (1, 2, 3) and cmp.ess.shape == (1, 2, 3)
     assert np.all(cmp.ess[0, 0] <= cmp.cost) and np.all(cmp.ess[0, 1] <= 30)   # an IS run with N draws would fail
     pb = mixture_evidence_problem(dim=2)
     s = np.random.default_rng(seed(8)).spawn(6)[0]     # the stream of the first importance-sampling run
     assert cmp.log_evidence[0, 0, 0] == ais(*pb[:3], cmp.cost, betas=[0.0, 1.0], rng=s).log_evidence
     # independent streams: two int seeds one apart share no run (the SEED + k convention would share all but one)
-    other = ais_vs_importance(dims=(2,), n_particles=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(9))
+    other = ais_vs_importance(dims=(2,), N=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(9))
     assert not np.any(np.isin(other.log_evidence, cmp.log_evidence))
 
 
 def test_bad_inputs():
     "Bad schedules, counts and callables raise ValueError naming the argument."
     pb = mixture_evidence_problem(dim=2)
-    good = dict(log_prior=pb.log_prior, log_lik=pb.log_lik, prior_sample=pb.prior_sample, n_particles=50)
+    good = dict(log_prior=pb.log_prior, log_lik=pb.log_lik, prior_sample=pb.prior_sample, N=50)
     for bad, name in ((dict(betas=[0.0, 0.5]), "betas"), (dict(betas=[0.1, 1.0]), "betas"),
                       (dict(betas=[0.0, 0.7, 0.3, 1.0]), "betas"), (dict(betas=[0.0, np.nan, 1.0]), "betas"),
-                      (dict(n_temps=0), "n_temps"), (dict(n_particles=1), "n_particles"),
+                      (dict(n_temps=0), "n_temps"), (dict(N=1), "N must be"),
                       (dict(n_mcmc=-1), "n_mcmc"), (dict(scale=-1.0), "scale"), (dict(log_lik=3), "log_lik"),
                       (dict(prior_sample=lambda rng, N: np.zeros((N + 1, 2))), "prior_sample"),
                       (dict(log_lik=lambda x: np.zeros(3)), "log_lik"),
@@ -199,3 +199,38 @@ def test_bad_inputs():
     for bad, name in ((dict(dims=0), "dims"), (dict(n_reps=1), "n_reps"), (dict(n_temps=0), "n_temps")):
         with pytest.raises(ValueError, match=name):
             ais_vs_importance(**bad)
+
+
+# ---------------------------------------------------------------- one way to say a model (issue 32, item 2)
+def test_ais_takes_targets_and_the_new_name_N(seed):
+    "Targets (single-point autograd densities) give the run the vectorised callables give; n_particles= still works, warning."
+    import warnings
+    import autograd.numpy as anp
+    from bayesnotes.targets import Target
+    lp = lambda x: -0.5 * np.sum(x ** 2, axis=1)
+    ll = lambda x: -2.0 * np.sum((x - 1.0) ** 2, axis=1)
+    ps = lambda rng, N: rng.standard_normal((N, 2))
+    ref = ais(lp, ll, ps, 100, n_temps=6, n_mcmc=2, rng=seed(20))
+    calls = []
+    def ll_batched(x): calls.append(np.shape(x)); return -2.0 * anp.sum((x - 1.0) ** 2, axis=-1)
+    for got in (ais(Target(lambda x: -0.5 * anp.sum(x ** 2), 2), Target(lambda x: -2.0 * anp.sum((x - 1.0) ** 2), 2), ps,
+                    N=100, n_temps=6, n_mcmc=2, rng=seed(20)),
+                ais(lp, Target(ll_batched, 2, batched=True), ps, 100, n_temps=6, n_mcmc=2, rng=seed(20))):
+        for f in ("log_weights", "particles", "acceptance", "log_evidence", "ess"):
+            assert np.allclose(getattr(got, f), getattr(ref, f), rtol=0, atol=1e-12), f
+    assert len(calls) == 1 + 6 * 2 and all(s[1:] == (2,) for s in calls)   # one call per evaluation: N (1 + T k) rows
+    with pytest.raises(ValueError, match=r"^log_prior is a Target of dimension 3, but the particles \(drawn by prior_sample\)"):
+        ais(Target(lambda x: anp.sum(x), 3), ll, ps, 100, n_temps=3, rng=seed(20))
+    with pytest.warns(DeprecationWarning, match="'n_particles' is now called 'N'"):
+        old = ais(lp, ll, ps, n_particles=100, n_temps=6, n_mcmc=2, rng=seed(20))
+    assert np.array_equal(old.log_weights, ref.log_weights)
+    with pytest.raises(TypeError, match="got 'N' and its old name 'n_particles'"):
+        ais(lp, ll, ps, N=100, n_particles=100)
+    with pytest.warns(DeprecationWarning, match="'n_particles' is now called 'N'"):
+        a = ais_vs_importance(dims=(2,), n_particles=10, n_temps=2, n_mcmc=1, n_reps=2, rng=seed(21))
+    assert np.array_equal(a.log_evidence, ais_vs_importance(dims=(2,), N=10, n_temps=2, n_mcmc=1, n_reps=2, rng=seed(21)).log_evidence)
+    with pytest.warns(DeprecationWarning, match="'n_particles' is now called 'N'"):
+        st = ais_temperature_study(n_temps=(1, 2), n_particles=10, n_reps=2, rng=seed(22))
+    assert st.N == 10
+    with pytest.warns(DeprecationWarning, match="TemperatureStudy.n_particles is now called N"):
+        assert st.n_particles == 10

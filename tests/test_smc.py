@@ -25,7 +25,7 @@ W10 = np.random.default_rng(123).dirichlet(np.ones(10))   # fixed, generic weigh
 
 def _offspring(scheme, W, R, seed):
     rng = np.random.default_rng(seed)
-    return np.array([np.bincount(scheme(W, len(W), rng), minlength=len(W)) for _ in range(R)])
+    return np.array([np.bincount(scheme(W, M=len(W), rng=rng), minlength=len(W)) for _ in range(R)])
 
 
 @pytest.mark.parametrize("name", list(RESAMPLING))
@@ -76,15 +76,15 @@ def test_systematic_counts_equal_inverse_cdf_definition(seed):
                 W[rng.integers(N)] = 0; W /= W.sum()
             seed = int(rng.integers(1 << 30))
             v = np.random.default_rng(seed).random()
-            assert np.array_equal(systematic(W, M, seed), inverse_cdf((np.arange(M) + v) / M, W))
+            assert np.array_equal(systematic(W, M=M, rng=seed), inverse_cdf((np.arange(M) + v) / M, W))
 
 
 def test_resampling_M_and_zero_weights():
     W = np.array([0.0, 0.5, 0.0, 0.5, 0.0])
     for name, scheme in RESAMPLING.items():
-        A = scheme(W, 7, 0)
+        A = scheme(W, M=7, rng=0)
         assert A.shape == (7,) and set(A.tolist()) <= {1, 3}, name
-    assert np.array_equal(resample(np.eye(4)[3], "stratified", 1), [3, 3, 3, 3])
+    assert np.array_equal(resample(np.eye(4)[3], "stratified", rng=1), [3, 3, 3, 3])
 
 
 def test_resampling_returns_M_for_weights_off_by_rounding():
@@ -92,7 +92,7 @@ def test_resampling_returns_M_for_weights_off_by_rounding():
     # (failed before the fix: residual used M W unnormalised, and the floors of M W alone came to 4,000,002)
     W, M = np.array([0.5, 0.5]) * (1 + 9e-7), 4_000_000
     for name, scheme in RESAMPLING.items():
-        A = scheme(W, M, 0)
+        A = scheme(W, M=M, rng=0)
         assert A.shape == (M,), (name, A.shape)
         if name != "multinomial":   # the other three put M/2 +- 1 ancestors on each of two equal weights
             assert np.all(np.abs(np.bincount(A, minlength=2) - M // 2) <= 2), (name, np.bincount(A))
@@ -100,7 +100,7 @@ def test_resampling_returns_M_for_weights_off_by_rounding():
 
 def test_resampling_reproducible():
     for name in RESAMPLING:
-        assert np.array_equal(resample(W10, name, 42), resample(W10, name, 42))
+        assert np.array_equal(resample(W10, name, rng=42), resample(W10, name, rng=42))
 
 
 def test_resampling_registry_is_the_one_source():
@@ -109,8 +109,8 @@ def test_resampling_registry_is_the_one_source():
     for name, fn in (("multinomial", multinomial), ("stratified", stratified), ("systematic", systematic),
                      ("residual", residual)):
         assert RESAMPLING[name] is fn and fn.__name__ == name and fn.__doc__
-        assert np.array_equal(fn(W10, 7, 3), fn.core(W10, 7, np.random.default_rng(3)))
-        assert np.array_equal(resample(W10, scheme=name, rng=5, M=7), fn(W10, 7, 5))
+        assert np.array_equal(fn(W10, M=7, rng=3), fn.core(W10, 7, np.random.default_rng(3)))
+        assert np.array_equal(resample(W10, scheme=name, rng=5, M=7), fn(W10, M=7, rng=5))
 
 
 def test_resample_accepts_rng_none_spec7():
@@ -127,7 +127,7 @@ def test_resampling_scheme_registers_a_new_scheme():
         return np.zeros(M, dtype=int)
     try:
         reg = resampling_scheme(first_only)
-        assert RESAMPLING["first_only"] is reg and np.array_equal(resample(W10, "first_only", 0, 3), [0, 0, 0])
+        assert RESAMPLING["first_only"] is reg and np.array_equal(resample(W10, "first_only", M=3, rng=0), [0, 0, 0])
         res = smc(_BadModel(None, 0.0), 20, 0, resampling="first_only", ess_threshold=1.0)
         assert res.resampled[1:].all()
     finally:
@@ -555,7 +555,7 @@ def test_bad_inputs_raise_value_error(ar1):
     with pytest.raises(ValueError, match="resampling"):
         smc(model, 10, 1, resampling="bogus")
     with pytest.raises(ValueError, match="scheme"):
-        resample(W10, "bogus", 0)
+        resample(W10, "bogus", rng=0)
     with pytest.raises(ValueError, match="ess_threshold"):
         smc(model, 10, 1, ess_threshold=1.5)
     with pytest.raises(ValueError, match="model"):
@@ -565,11 +565,11 @@ def test_bad_inputs_raise_value_error(ar1):
     with pytest.raises(ValueError, match="y must be finite"):
         bootstrap_model(ssm, [1.0, np.nan])
     with pytest.raises(ValueError, match="W"):
-        resample([0.5, 0.6], "systematic", 0)
+        resample([0.5, 0.6], "systematic", rng=0)
     with pytest.raises(ValueError, match="W"):
-        systematic(np.ones((2, 2)) / 4, 4, 0)
+        systematic(np.ones((2, 2)) / 4, M=4, rng=0)
     with pytest.raises(ValueError, match="M"):
-        stratified(W10, 0, 0)
+        stratified(W10, M=0, rng=0)
     with pytest.raises(ValueError, match="R must be positive definite"):
         LinearGaussianSSM(A=1.0, C=1.0, Q=1.0, R=0.0)
     with pytest.raises(ValueError, match="Q must be positive semi-definite"):
@@ -625,3 +625,92 @@ def test_model_hooks_declare_their_signature_docs_and_a_named_error(cls, hooks):
         with pytest.raises(NotImplementedError, match=rf"^Bare must define {name}\({', '.join(params)}\)$"):
             getattr(Bare(), name)(*[None] * len(params))
     assert docments(StateSpaceModel.sample_transition)["xp"] == docments(FeynmanKac.M)["xp"]   # one glossary
+
+
+# ---------------------------------------------------------------- one way to say a model: Targets (issue 32, item 2)
+import autograd.numpy as anp
+from bayesnotes.targets import Target
+
+
+def _gauss_pair():
+    "The same prior N(0, I_2) and likelihood as vectorised functions, single-point autograd densities and batched ones."
+    lp = lambda th: -0.5 * np.sum(th ** 2, axis=1)
+    ll = lambda th: -2.0 * np.sum((th - 1.0) ** 2, axis=1)
+    lp1 = lambda x: -0.5 * anp.sum(x ** 2)                    # one point (2,), as NUTS takes it
+    ll1 = lambda x: -2.0 * anp.sum((x - 1.0) ** 2)
+    ps = lambda rng, N: rng.standard_normal((N, 2))
+    return lp, ll, lp1, ll1, ps
+
+
+def _same_run(a, b, fields):
+    for f in fields:
+        x, y = np.asarray(getattr(a, f), float), np.asarray(getattr(b, f), float)
+        assert x.shape == y.shape and np.allclose(x, y, rtol=0, atol=1e-12), f
+
+
+def test_tempered_smc_takes_targets(seed):
+    "A Target (row by row, or batched) gives the run the vectorised callables give with the same seed."
+    lp, ll, lp1, ll1, ps = _gauss_pair()
+    ref = tempered_smc(lp, ll, ps, 200, seed(1), ess_target=0.8)
+    fields = ("particles", "weights", "log_evidence", "temperatures", "ess", "acceptance")
+    _same_run(tempered_smc(Target(lp1, 2), Target(ll1, 2), ps, 200, seed(1), ess_target=0.8), ref, fields)
+    _same_run(tempered_smc(Target(lp1, 2), ll, ps, 200, seed(1), ess_target=0.8), ref, fields)   # one of each
+    assert ref.n_steps > 2                                # several reweightings and moves were compared
+
+
+def test_batched_target_is_called_once_per_evaluation(seed):
+    "A batched Target is evaluated in one call per batch (as many calls as the vectorised function); a plain one row by row."
+    lp, ll, lp1, ll1, ps = _gauss_pair()
+    calls = {"vec": [], "batched": [], "rows": 0}
+    def ll_vec(th): calls["vec"].append(th.shape); return ll(th)
+    def ll_batched(x): calls["batched"].append(np.shape(x)); return -2.0 * anp.sum((x - 1.0) ** 2, axis=-1)
+    def ll_row(x): calls["rows"] += 1; return ll1(x)
+    a = tempered_smc(lp, ll_vec, ps, 100, seed(2), ess_target=0.8)
+    b = tempered_smc(lp, Target(ll_batched, 2, batched=True), ps, 100, seed(2), ess_target=0.8)
+    c = tempered_smc(lp, Target(ll_row, 2), ps, 100, seed(2), ess_target=0.8)
+    assert calls["batched"] == calls["vec"] and all(len(s) == 2 for s in calls["vec"])
+    assert calls["rows"] == sum(s[0] for s in calls["vec"])
+    assert a.log_evidence == b.log_evidence and abs(a.log_evidence - c.log_evidence) < 1e-12
+
+
+def test_target_of_the_wrong_dim_is_refused():
+    lp, ll, lp1, ll1, ps = _gauss_pair()
+    with pytest.raises(ValueError, match=r"^log_lik is a Target of dimension 3, but the particles \(drawn by prior_sample\) "
+                                         r"have dimension 2"):
+        tempered_smc(lp, Target(ll1, 3), ps, 50, 0)
+    with pytest.raises(ValueError, match=r"^log_prior is a Target of dimension 1"):
+        ibis(Target(lp1, 1), lambda th, yb: ll(th), ps, np.zeros(3), 50, 0)
+    with pytest.raises(ValueError, match=r"^log_lik of ibis must be a function"):
+        ibis(lp, Target(ll1, 2), ps, np.zeros(3), 50, 0)
+
+
+def test_ibis_takes_a_target_prior(seed):
+    "IBIS's prior as a Target (its likelihood depends on the data, so it stays a function): the same run."
+    y = np.array([0.3, 1.1, -0.4, 0.8, 1.5, 0.2])
+    log_prior = lambda th: -0.5 * np.sum(th ** 2, axis=1)
+    log_lik = lambda th, yb: -0.5 * np.sum((np.asarray(yb).reshape(1, -1) - th[:, :1]) ** 2, axis=1)
+    ps = lambda rng, N: rng.standard_normal((N, 1))
+    ref = ibis(log_prior, log_lik, ps, y, 200, seed(3), ess_threshold=0.8)
+    got = ibis(Target(lambda x: -0.5 * anp.sum(x ** 2), 1), log_lik, ps, y, 200, seed(3), ess_threshold=0.8)
+    _same_run(got, ref, ("particles", "weights", "log_evidence", "ess", "move_steps", "acceptance"))
+    assert len(ref.move_steps) >= 1
+
+
+def test_resamplers_old_positional_order_warns_and_agrees():
+    "systematic(W, M, rng) and resample(W, scheme, rng, M), the old orders, work for one release with a DeprecationWarning."
+    for name, fn in RESAMPLING.items():
+        with pytest.warns(DeprecationWarning, match=r"pass M= and rng= by keyword"):
+            old = fn(W10, 7, 3)
+        assert np.array_equal(old, fn(W10, M=7, rng=3))
+        with pytest.warns(DeprecationWarning, match=r"pass M= and rng= by keyword"):
+            old = resample(W10, name, 3, 7)
+        assert np.array_equal(old, resample(W10, name, M=7, rng=3))
+        with pytest.warns(DeprecationWarning, match=r"got rng by position"):
+            assert np.array_equal(resample(W10, name, 3), resample(W10, name, rng=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # the keyword calls do not warn
+        systematic(W10, M=5, rng=0); resample(W10, "residual", M=5, rng=0); resample(W10)
+    with pytest.raises(TypeError, match="'rng' by position and by keyword"):
+        resample(W10, "systematic", 3, rng=3)
+    assert list(inspect.signature(systematic).parameters)[-2:] == ["M", "rng"]
+    assert inspect.signature(systematic).parameters["M"].kind is inspect.Parameter.KEYWORD_ONLY

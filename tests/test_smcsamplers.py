@@ -336,3 +336,38 @@ def test_stationary_ar1_gaussian_filters_use_the_stationary_p0():
         assert np.isclose((L0 @ L0.T).item(), q / (1 - rho ** 2))
     with pytest.raises(ValueError, match="P0"):      # one rho per row: no single law of x_0
         ekf(StationaryAR1([0.5, 0.7]), y)
+
+
+# ---------------------------------------------------------------- one way to say a model (issue 32, item 2)
+def test_smc_samplers_take_targets(seed):
+    "waste_free_smc, smc_abc, smc2 and grid_reference give with Targets the results the vectorised callables give."
+    import autograd.numpy as anp
+    from bayesnotes.targets import Target
+    lp = lambda th: -0.5 * np.sum(th ** 2, axis=1)
+    ll = lambda th: -2.0 * np.sum((th - 1.0) ** 2, axis=1)
+    ps = lambda rng, N: rng.standard_normal((N, 2))
+    lp_t, ll_t = Target(lambda x: -0.5 * anp.sum(x ** 2), 2), Target(lambda x: -2.0 * anp.sum((x - 1.0) ** 2), 2)
+    a = waste_free_smc(lp, ll, ps, 200, 10, rng=seed(30))
+    b = waste_free_smc(lp_t, ll_t, ps, 200, 10, rng=seed(30))
+    for f in ("particles", "weights", "log_evidence", "temperatures", "acceptance"):
+        assert np.allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12), f
+    with pytest.raises(ValueError, match=r"^log_prior is a Target of dimension 2, but the particles \(drawn by prior_sample\) have dimension 1"):
+        waste_free_smc(lp_t, lambda th: th[:, 0], lambda rng, N: rng.standard_normal((N, 1)), 100, 10, rng=0)
+    # SMC-ABC: the prior as a Target
+    s_obs, simulate, log_prior, prior_sample = gaussian_abc_example(rng=seed(31))
+    a = smc_abc(simulate, s_obs, log_prior, prior_sample, 200, 0.3, rng=seed(32), n_mcmc=2)
+    lp1 = Target(lambda x: anp.sum(log_prior(x[None])), 1)        # the example's prior at one point
+    b = smc_abc(simulate, s_obs, lp1, prior_sample, 200, 0.3, rng=seed(32), n_mcmc=2)
+    for f in ("particles", "weights", "log_evidence", "tolerances", "acceptance"):
+        assert np.allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12), f
+    # SMC^2: the prior as a batched Target, called once per batch of theta-particles
+    y, ssm_of, lp_ar, ps_ar = ar1_smc2_example()
+    calls = []
+    def lp_batched(th): calls.append(np.shape(th)); return lp_ar(np.reshape(th, (-1, 1))).reshape(np.shape(th)[:-1])
+    a = smc2(ssm_of, lp_ar, ps_ar, y[:8], 30, 10, rng=seed(33), n_mcmc=1)
+    b = smc2(ssm_of, Target(lp_batched, 1, batched=True), ps_ar, y[:8], 30, 10, rng=seed(33), n_mcmc=1)
+    assert np.array_equal(a.particles, b.particles) and a.log_evidence == b.log_evidence and len(calls) >= 1
+    assert all(len(s) == 2 for s in calls)
+    g1 = grid_reference(lp, ll, [-3, -3], [4, 4], 60)
+    g2 = grid_reference(lp_t, ll_t, [-3, -3], [4, 4], 60)
+    assert abs(g1.log_evidence - g2.log_evidence) < 1e-12 and np.allclose(g1.mean, g2.mean, rtol=0, atol=1e-12)
