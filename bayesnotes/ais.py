@@ -4,7 +4,7 @@
 
 # %% ../nbs/03b_ais.ipynb #ddecabbb
 from __future__ import annotations
-import warnings
+import copy, warnings
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -17,8 +17,8 @@ from .plotting import new_figure, COLORS
 
 # %% auto #0
 __all__ = ['rw_factor', 'in_support', 'rw_chains', 'AISResult', 'ais', 'EvidenceProblem', 'mixture_evidence_problem',
-           'EqualCostComparison', 'ais_vs_importance', 'TemperatureStudy', 'ais_temperature_study',
-           'fig_ais_temperatures']
+           'AnnealingPath', 'annealing_path', 'fig_ais_path', 'EqualCostComparison', 'ais_vs_importance',
+           'TemperatureStudy', 'ais_temperature_study', 'fig_ais_temperatures']
 
 # %% ../nbs/03b_ais.ipynb #ais-moves
 def rw_factor(x,          # particles (N, d)
@@ -172,6 +172,87 @@ def mixture_evidence_problem(dim:int=3,         # dimension d >= 1
     logZ = np.log(w / w.sum()) - 0.5 * d * np.log(2 * np.pi * v) - 0.5 * np.sum(M ** 2, axis=1) / v
     m = logZ.max()
     return EvidenceProblem(log_prior, log_lik, prior_sample, float(m + np.log(np.exp(logZ - m).sum())), M)
+
+# %% ../nbs/03b_ais.ipynb #ais-path
+class AnnealingPath(NamedTuple):
+    "AIS runs of `mixture_evidence_problem` stopped at several temperatures, and importance sampling from the prior to the same targets."
+    dims: np.ndarray          # (n_d,) dimensions d of the problems; the first is 1
+    temperatures: np.ndarray  # (T + 1,) the schedule 0 = beta_0 < ... < beta_T = 1, beta_t = (t / T)^4
+    ess_is: np.ndarray        # (n_d, T + 1) ESS of the weights L(x)^beta_t of N prior draws x: importance sampling from the prior to pi_t
+    stops: np.ndarray         # (n_s,) the temperatures t at which AIS is stopped, from 0 to T
+    ess_ais: np.ndarray       # (n_d, n_s) ESS of the AIS weights when stopped at each of those t
+    particles: np.ndarray     # (n_s, N) the particles of the d = 1 run when stopped at each of those t
+    log_weights: np.ndarray   # (n_s, N) their log AIS weights
+    cost: int                 # likelihood evaluations of an AIS run to beta_T = 1, N (1 + T k); importance sampling takes N
+
+def annealing_path(dims=(1, 3),      # dimensions d of `mixture_evidence_problem`, the first 1 (its particles are kept)
+                   N:int=400,        # particles of every run
+                   n_temps:int=50,   # temperatures T of the schedule beta_t = (t / T)^4
+                   n_mcmc:int=4,     # random-walk Metropolis moves k per temperature
+                   scale:float=0.5,  # h of the proposals x + h L z of `ais`
+                   n_stops:int=10,   # AIS is stopped at n_stops + 1 temperatures t evenly spaced from 0 to T
+                   rng=0,            # random generator or seed (SPEC 7); each dimension gets its own spawned stream
+                  ) -> AnnealingPath:
+    """Follow `ais` along its schedule: for each d, the run stopped at t (the schedule beta_0..beta_t / beta_t on the
+    likelihood L^beta_t: the first t steps of the full run, on the same random numbers) and importance sampling from
+    the same prior draws to every pi_t."""
+    ds = np.array([check_count("dims", d) for d in np.atleast_1d(dims)])
+    if ds[0] != 1:
+        raise ValueError(f"dims must start with 1 (the dimension whose particles are kept), got {dims!r}")
+    N, T = check_count("N", N, 2), check_count("n_temps", n_temps)
+    k = check_count("n_mcmc", n_mcmc, 0)
+    b = _schedule(T, None)
+    stops = np.unique(np.linspace(0, T, check_count("n_stops", n_stops) + 1).round().astype(int))
+    ess_is, ess_ais = np.zeros((len(ds), T + 1)), np.zeros((len(ds), len(stops)))
+    xs, lws = np.zeros((len(stops), N)), np.zeros((len(stops), N))
+    for i, (d, g) in enumerate(zip(ds, as_rng(rng).spawn(len(ds)))):
+        pb = mixture_evidence_problem(d)
+        x0 = ais(*pb[:3], N, betas=[0.0, 1.0], n_mcmc=0, rng=copy.deepcopy(g))    # no moves: the prior draws, weights L(x0)
+        ess_is[i] = [ess(bt * x0.log_weights) for bt in b]
+        for j, t in enumerate(stops):
+            r = x0._replace(log_weights=np.zeros(N)) if t == 0 else \
+                ais(pb.log_prior, lambda x, bt=b[t]: bt * pb.log_lik(x), pb.prior_sample, N, betas=b[: t + 1] / b[t],
+                    n_mcmc=k, scale=scale, rng=copy.deepcopy(g))                   # the same stream: the same run, stopped at t
+            ess_ais[i, j] = ess(r.log_weights)
+            if i == 0:
+                xs[j], lws[j] = r.particles[:, 0], r.log_weights
+    return AnnealingPath(ds, b, ess_is, stops, ess_ais, xs, lws, N * (1 + T * k))
+
+def fig_ais_path(path:AnnealingPath=None, # a finished `annealing_path` (None: run `annealing_path(rng=rng)`)
+                 shown=(0, 0.03, 0.13, 0.4, 1), # inverse temperatures to draw on the left (the nearest stops are drawn)
+                 rng=0,                    # random generator or seed (SPEC 7) when the path is computed here
+                ):
+    "Left: the tempered targets pi_t of the d = 1 problem with the weighted AIS particles. Right: ESS / N of AIS and of importance sampling from the prior to pi_t."
+    p = annealing_path(rng=rng) if path is None else path
+    b, N = p.temperatures, p.log_weights.shape[1]
+    pb = mixture_evidence_problem(1)
+    grid = np.linspace(-9, 9, 721)
+    lp, ll = pb.log_prior(grid[:, None]), pb.log_lik(grid[:, None])
+    fig, (ax0, ax1) = new_figure(1, 2, width=10.5, height=4.4, gridspec_kw=dict(width_ratios=[1.25, 1]))
+    rows = [int(np.argmin(np.abs(b[p.stops] - s))) for s in np.atleast_1d(shown)]
+    edges = np.linspace(-9, 9, 49)
+    for r, j in enumerate(rows):
+        t = p.stops[j]
+        dens = np.exp(lp + b[t] * ll - (lp + b[t] * ll).max())
+        dens /= dens.sum() * (grid[1] - grid[0])
+        W = np.exp(p.log_weights[j] - p.log_weights[j].max())
+        hist = np.histogram(p.particles[j], edges, weights=W / W.sum())[0] / np.diff(edges)
+        top = 0.85 / max(dens.max(), hist.max())
+        y0 = len(rows) - 1 - r
+        ax0.stairs(y0 + hist * top, edges, baseline=y0, fill=True, color=COLORS[0], alpha=0.35, lw=0)
+        ax0.plot(grid, y0 + dens * top, color="k", lw=1.3)
+        ax0.text(-8.8, y0 + 0.55, rf"$\beta_{{{t}}} = {b[t]:.2g}$" + f"\nAIS ESS/N {p.ess_ais[0, j] / N:.2f}", fontsize=9, va="center")
+    ax0.set(yticks=[], xlim=(-9, 9), xlabel="x (d = 1)",
+            title=r"tempered targets $\pi_t \propto p\,L^{\beta_t}$ (lines) and weighted AIS particles")
+    ax0.grid(False)
+    for i, d in enumerate(p.dims):
+        ls = ["-", "--", ":", "-."][i % 4]
+        ax1.plot(b, p.ess_is[i] / N, ls, color=COLORS[1], label=f"importance sampling from p, d = {d}")
+        ax1.plot(b[p.stops], p.ess_ais[i] / N, ls, marker="o", ms=4, color=COLORS[0], label=f"AIS stopped at $\\beta_t$, d = {d}")
+    ax1.set(yscale="log", xlabel=r"inverse temperature $\beta_t$", ylabel="ESS / N of the weights",
+            title=f"weights' effective sample size, N = {N}")
+    ax1.legend(fontsize=8)
+    return fig
 
 # %% ../nbs/03b_ais.ipynb #b7c1e2a4
 class EqualCostComparison(NamedTuple):

@@ -1034,16 +1034,20 @@ def _no_gradient(x):
     raise ValueError("a PMMH target has no gradient: its log density is a particle estimate; use the 'rwmh' kernel")
 
 def pmmh_target(make_model:Callable, # theta (d,) -> FeynmanKac model whose normalising constant is p(y | theta)
-                log_prior:Callable,  # theta (d,) -> log prior (-inf outside the support)
+                log_prior:Callable,  # log prior: a `Target` of dimension `dim`, or a function theta (d,) -> float (-inf outside the support)
                 dim:int,             # dimension of theta
                 N:int,               # particles per likelihood estimate
                 rng=None,            # random generator or seed (SPEC 7): ONE stream, used by every particle filter run of this target
                 resampling:str="systematic", # resampling scheme
                 ess_threshold:float=0.5):    # adaptive resampling threshold
     "A `Target` whose log density at theta is log p(theta) + log Z_hat(theta), from a fresh particle filter at every call."
-    if not (callable(make_model) and callable(log_prior)):
-        raise ValueError("make_model and log_prior must be callables of theta")
     N, dim, rng = check_count("N", N), check_count("dim", dim), as_rng(rng)
+    if isinstance(log_prior, Target):               # the prior as the samplers take it: one point (d,)
+        if log_prior.dim != dim:
+            raise ValueError(f"log_prior has dimension {log_prior.dim}, but theta has dimension {dim}")
+        log_prior = log_prior.logdensity
+    if not (callable(make_model) and callable(log_prior)):
+        raise ValueError("make_model and log_prior must be callables of theta (log_prior may also be a Target)")
     resampling_core(resampling)
     def logp(theta):
         lp = float(log_prior(theta))
@@ -1087,7 +1091,7 @@ def _check_pmmh_chains(step_sizes,  # (n_chains,) step size each chain ran with
     return msgs
 
 def pmmh(make_model:Callable,  # theta (d,) -> FeynmanKac model, e.g. lambda th: bootstrap_model(ssm(th), y)
-         log_prior:Callable,   # theta (d,) -> log prior density
+         log_prior:Callable,   # log prior: a `Target` (one point (d,), as the samplers take it) or a function theta (d,) -> float
          x0,                   # start (d,) for every chain, or (n_chains, d); inside the prior support
          N:int,                # particles per likelihood estimate
          rng=None,             # random generator or seed (SPEC 7); chain c uses its own child stream rng.spawn(n_chains)[c]

@@ -26,7 +26,7 @@ try:   # the autograd internals the tape records and replays with (each checked 
 except ImportError:    # an autograd without them: every target keeps plain autograd (`Target.taped` returns it)
     Node, _TAPE_INTERNALS = object, False
 
-from .utils import check_count, check_finite, check_positive, check_shape, check_spd
+from .utils import check_count, check_finite, check_positive, check_shape, check_spd, renamed
 from .core import value_and_grad
 from .datasets import load_breast_cancer, load_iris_2d
 from .plotting import new_figure, regenerate_figures
@@ -307,22 +307,23 @@ def _untraceable(err):
                      f"{type(err).__name__}: {err}")
 
 # %% ../nbs/00b_targets.ipynb #as-target-for
-def as_target_for(logp,         # a `Target`, or a log density of one point (dim,) written with autograd.numpy
-                  dim:int,      # dimension of the method that takes `logp` (a variational family, a starting point)
-                  name:str="logp", # argument name used in error messages
+@renamed(logp="target")
+def as_target_for(target,       # a `Target`, or a log density of one point (dim,) written with autograd.numpy
+                  dim:int,      # dimension of the method that takes `target` (a variational family, a starting point)
+                  name:str="target", # argument name used in error messages
                   other:str="the variational family", # what `dim` is the dimension of, for the messages; "dim" when it
                                                       # is the caller's own argument `dim` (then `as_target`'s messages)
                  ) -> Target:
     "`as_target` for a method whose own dimension is `dim`: a Target of another dimension is named against `other`."
     if other == "dim":
-        return as_target(logp, dim, name=name)
+        return as_target(target, dim, name=name)
     try:
         dim = check_count("dim", dim)
     except ValueError:
         raise ValueError(f"{other} must have an integer dimension >= 1 (at least one coordinate), got {dim!r}") from None
-    if isinstance(logp, Target) and logp.dim != dim:
-        raise ValueError(f"{name} has dimension {logp.dim}, but {other} has dimension {dim}")
-    return as_target(logp, dim, name=name)
+    if isinstance(target, Target) and target.dim != dim:
+        raise ValueError(f"{name} has dimension {target.dim}, but {other} has dimension {dim}")
+    return as_target(target, dim, name=name)
 
 # %% ../nbs/00b_targets.ipynb #tape-code
 class Untraceable(Exception):

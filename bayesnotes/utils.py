@@ -63,19 +63,46 @@ def int_seed(rng, # any value passed as `rng`
         return int(rng)
     return None
 
+def _code_key(code):
+    "What a function computes, as far as its code shows: bytecode, constants (nested code too), names; no file or line."
+    consts = tuple(_code_key(k) if inspect.iscode(k) else k for k in code.co_consts)
+    return (code.co_name, code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars)
+
+_SEEDED_CACHES = {}   # (qualname, code key, defaults) -> the lru caches of the package's functions with that key
+
+def _shared_cache(f, maxsize):
+    """The lru cache for `f`. A package function gets a new one, registered under its name, code and defaults; a
+    notebook's redefinition of it (module `__main__`, same name, code and defaults) gets that same cache; anything
+    else (a function of the notebook's own, or one edited by the reader) a new, unregistered one."""
+    try:
+        key = (f.__qualname__, _code_key(f.__code__), f.__defaults__, tuple(sorted((f.__kwdefaults__ or {}).items())))
+        hash(key)
+    except (AttributeError, TypeError):                 # a callable object, or a default that cannot be hashed
+        return functools.lru_cache(maxsize)(f)
+    if getattr(f, "__module__", None) == "__main__":
+        twins = [c for c in _SEEDED_CACHES.get(key, []) if c.cache_parameters()["maxsize"] == maxsize]
+        return twins[0] if len(twins) == 1 else functools.lru_cache(maxsize)(f)
+    cached = functools.lru_cache(maxsize)(f)
+    _SEEDED_CACHES.setdefault(key, []).append(cached)
+    return cached
+
 def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped first)
                  copy:bool=False,   # return a deep copy on every call, so callers may change what they get
                 ):
     """Decorator: memoise a function on the calls whose random arguments (named `rng`, `seed` or `..._rng`) are all
     int seeds. Any other value (None, a SeedSequence, a Generator) runs the function afresh, so a Generator is used
     and advances, as SPEC 7 expects, instead of being looked up by identity. A call with an argument that cannot be
-    hashed (an array of data) runs afresh too: only hashable arguments can be looked up."""
+    hashed (an array of data) runs afresh too: only hashable arguments can be looked up. A chapter notebook redefines
+    every function it exports; such a redefinition (module `__main__`, same name, code and defaults as the package's
+    function) shares the package function's cache, so a figure drawn by the package early in the chapter is not
+    computed again by the notebook's own copy later (what the copy returns may then be an instance of the package's
+    class, not of the notebook's redefinition of it)."""
     def decorate(f):
         sig = inspect.signature(f)
         names = [p for p in sig.parameters if p in ("rng", "seed") or p.endswith("_rng")]
         if not names:
             raise ValueError(f"cache_seeded: {f.__name__} has no argument named rng, seed or ..._rng")
-        cached = functools.lru_cache(maxsize)(f)
+        cached = _shared_cache(f, maxsize)
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
             bound = sig.bind(*args, **kwargs); bound.apply_defaults()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from bayesnotes.ais import ais, ais_temperature_study, ais_vs_importance, mixture_evidence_problem
+from bayesnotes.ais import ais, ais_temperature_study, ais_vs_importance, annealing_path, mixture_evidence_problem
 from bayesnotes.montecarlo import importance_sample
 
 
@@ -200,6 +200,39 @@ def test_bad_inputs():
         with pytest.raises(ValueError, match=name):
             ais_vs_importance(**bad)
 
+
+
+def test_annealing_path_is_one_run_stopped_early(seed):
+    """AIS with the schedule beta_0..beta_t / beta_t on L^beta_t (how `annealing_path` stops a run at t) proposes the
+    same points as the first t temperatures of the full run on the same stream; stopped at T it is the full run, and
+    the importance-sampling ESS at beta = 1 is that of `ais` with betas = [0, 1] on the run's prior draws."""
+    from bayesnotes.utils import as_rng
+    pb = mixture_evidence_problem(dim=2)
+    T, k, N = 8, 2, 60
+    b = np.linspace(0, 1, T + 1) ** 4
+    for t in (1, 3, T):
+        seen = {"full": [], "stopped": []}
+        def rec(key, scale):
+            return lambda x: seen[key].append(x.copy()) or scale * pb.log_lik(x)
+        ais(pb.log_prior, rec("full", 1.0), pb.prior_sample, N, betas=b, n_mcmc=k, scale=0.5, rng=seed(40))
+        ais(pb.log_prior, rec("stopped", b[t]), pb.prior_sample, N, betas=b[: t + 1] / b[t], n_mcmc=k, scale=0.5,
+            rng=seed(40))
+        assert len(seen["stopped"]) == 1 + t * k
+        for a, c in zip(seen["full"], seen["stopped"]):      # prior draws, then every batch of proposals
+            assert np.allclose(a, c, rtol=0, atol=1e-12)
+    p = annealing_path(dims=(1, 2), N=N, n_temps=T, n_mcmc=k, n_stops=4, rng=seed(41))
+    assert list(p.stops) == [0, 2, 4, 6, 8] and p.ess_is.shape == (2, T + 1) and p.ess_ais.shape == (2, 5)
+    assert p.particles.shape == p.log_weights.shape == (5, N) and p.cost == N * (1 + T * k)
+    assert np.allclose(p.ess_is[:, 0], N) and np.allclose(p.ess_ais[:, 0], N)    # beta_0 = 0: equal weights
+    assert np.all(np.diff(p.ess_is, axis=1) <= 1e-9 * N)     # ESS of w^beta never grows with beta (exact)
+    g = as_rng(seed(41)).spawn(2)[0]                          # the d = 1 stream, replayed
+    full = ais(*mixture_evidence_problem(1)[:3], N, n_temps=T, n_mcmc=k, scale=0.5, rng=g)
+    assert np.array_equal(p.particles[-1], full.particles[:, 0]) and np.array_equal(p.log_weights[-1], full.log_weights)
+    is1 = ais(*mixture_evidence_problem(1)[:3], N, betas=[0.0, 1.0], rng=as_rng(seed(41)).spawn(2)[0])
+    assert abs(p.ess_is[0, -1] - is1.ess) < 1e-9
+    for bad, name in ((dict(dims=(3,)), "dims"), (dict(N=1), "N"), (dict(n_temps=0), "n_temps"), (dict(n_stops=0), "n_stops")):
+        with pytest.raises(ValueError, match=name):
+            annealing_path(**bad)
 
 # ---------------------------------------------------------------- one way to say a model (issue 32, item 2)
 def test_ais_takes_targets_and_the_new_name_N(seed):

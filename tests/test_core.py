@@ -528,6 +528,33 @@ def test_cache_seeded_caches_int_seeds_and_nothing_else():
         cache_seeded()(lambda n: n)
 
 
+def test_cache_seeded_shares_the_cache_of_a_notebook_redefinition():
+    "A chapter notebook redefines every function it exports (module __main__): an identical redefinition shares the package function's cache; an edited one, or a function of the notebook's own, does not."
+    import textwrap, types
+    from bayesnotes.utils import cache_seeded
+    src = textwrap.dedent('''
+        calls = []
+        @cache_seeded(maxsize=4)
+        def fit(n, rng=0):
+            calls.append(n)
+            return as_rng(rng).normal(size=n)
+        ''')
+    def define(module_name, source=src):
+        ns = {"__name__": module_name, "cache_seeded": cache_seeded, "as_rng": as_rng}
+        exec(compile(source, f"<{module_name}>", "exec"), ns)
+        return ns
+    pkg = define("bayesnotes._test_shared_cache")         # the package's copy, defined first (imported at the top)
+    a = pkg["fit"](3, 7)
+    nb = define("__main__")                                # the notebook's export cell, run later
+    assert nb["fit"](3, 7) is a and nb["calls"] == [] and nb["fit"].cache_info().hits == 1
+    edited = define("__main__", src.replace("normal", "uniform"))      # the reader changed it: computed afresh
+    assert not np.array_equal(edited["fit"](3, 7), a) and edited["calls"] == [3]
+    other = define("bayesnotes._another_module")           # package code elsewhere: never shares with a package function
+    assert other["fit"](3, 7) is not a and other["calls"] == [3]
+    again = define("__main__")                             # now two package functions match: ambiguous, so no sharing
+    assert again["fit"](3, 7) is not a and again["calls"] == [3]
+
+
 # ---------------------------------------------------------------- review 00_foundations: traps that are now closed
 def test_spawn_rng_streams_overlap_for_int_seeds_and_k_is_checked(seed):
     "Int seeds keep rng + k (the book's numbers depend on it), so stream 1 of s is seed s + 1; bad k raised no error before."

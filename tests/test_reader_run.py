@@ -114,7 +114,6 @@ def test_jupyterlab_folds_what_a_student_need_not_read(nb):
 
 
 NO_EARLY_FIGURE_YET = {   # chapters still waiting for a motivating figure; strict: the entry must go when one is added
-    "03b_ais.ipynb": "its only figure concludes that annealing does not pay in d = 3; a figure of the annealing path is to be made",
 }
 
 

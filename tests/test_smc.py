@@ -714,3 +714,15 @@ def test_resamplers_old_positional_order_warns_and_agrees():
         resample(W10, "systematic", 3, rng=3)
     assert list(inspect.signature(systematic).parameters)[-2:] == ["M", "rng"]
     assert inspect.signature(systematic).parameters["M"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_pmmh_takes_the_prior_as_a_target(seed):
+    "One way to say a model (issue 32): the prior may be a Target, as the samplers take it; same draws as the function."
+    from bayesnotes.targets import Target
+    y, ssm_of, make_model, log_prior = ar1_pmmh_example(T=6)
+    kw = dict(x0=[0.1], N=15, rng=seed(0), n_chains=1, step_size=0.3, n_warmup=5, n_draws=20)
+    prior_t = Target(lambda th: float(log_prior(th)), 1, grad=lambda th: np.zeros(1))   # any gradient: pmmh never asks
+    a, b = pmmh(make_model, log_prior, **kw), pmmh(make_model, prior_t, **kw)
+    assert np.array_equal(a.draws, b.draws)
+    with pytest.raises(ValueError, match="log_prior has dimension 2, but theta has dimension 1"):
+        pmmh(make_model, Target(lambda th: 0.0, 2, grad=lambda th: np.zeros(2)), **kw)
