@@ -13,7 +13,7 @@ from scipy import special, stats
 from scipy.stats import qmc
 
 from .plotting import COLORS, new_figure
-from .utils import as_rng, check_count, check_finite, check_positive, check_proposal
+from .utils import as_rng, check_count, check_finite, check_positive, check_proposal, renamed
 from .core import ess, log_normalize
 
 # %% auto #0
@@ -239,6 +239,21 @@ def draw_proposal(proposal, # a scipy.stats frozen distribution, or an object wi
         raise ValueError("proposal.logpdf is not finite at some of the proposal's own draws")
     return x, lq
 
+def _vectorised(target, name="target"):
+    """The log density of a batch of draws, from either way of saying it: a `Target` (one point (d,), as the samplers
+    take it; draws of shape (m,) are its points when d = 1, checked) or a vectorised function, returned as it is."""
+    if not callable(target) and not hasattr(target, "logdensity_batch"):
+        raise ValueError(f"{name} must be a Target or a vectorised log density (draws -> one value per draw), got {target!r:.60}")
+    if callable(target):
+        return target
+    dim = target.dim
+    def logpdf(x):
+        X = np.reshape(np.asarray(x, dtype=float), (len(x), -1))
+        if X.shape[1] != dim:
+            raise ValueError(f"{name} is a Target of dimension {dim}, but the proposal draws have dimension {X.shape[1]}")
+        return target.logdensity_batch(X)
+    return logpdf
+
 def _log_density(fn, x, m, name):
     "Evaluate a vectorised log density at m points; -inf is allowed, NaN and +inf are not."
     v = np.asarray(fn(x), dtype=float)
@@ -257,7 +272,8 @@ class RejectionResult(NamedTuple):
     acceptance_rate: float  # accepted / proposed over all proposals made; estimates Z / M
     n_proposed: int         # number of proposals evaluated
 
-def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised) target: proposal draws -> (m,)
+@renamed(log_target="target")
+def rejection_sample(target,             # log of the (unnormalised) target: a `Target`, or vectorised, proposal draws -> (m,)
                      proposal,            # scipy.stats frozen distribution, or object with rvs/logpdf
                      log_M:float,         # log of M with target(x) <= M q(x) for all x
                      n:int,               # number of accepted draws wanted
@@ -266,8 +282,7 @@ def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised)
                     ) -> RejectionResult:
     "Exact draws from target/Z by rejection from the envelope M q; raises if the envelope fails at a proposed point."
     check_proposal(proposal)
-    if not callable(log_target):
-        raise ValueError("log_target must be callable")
+    log_target = _vectorised(target)
     n = check_count("n", n); rng = as_rng(rng)
     max_proposals = check_count("max_proposals", max_proposals)
     log_M = check_finite("log_M", log_M)
@@ -282,12 +297,12 @@ def rejection_sample(log_target:Callable, # vectorised log of the (unnormalised)
         rate = (n_acc + 1) / (n_prop + 2) if n_prop else 0.5   # running guess of the acceptance rate
         m = int(min(max(1.2 * (n - n_acc) / rate, 64), 2**20, max_proposals - n_prop))
         x, lq = draw_proposal(proposal, m, rng)
-        lt = _log_density(log_target, x, m, "log_target")
+        lt = _log_density(log_target, x, m, "target")
         log_ratio = lt - log_M - lq                            # log of target / (M q), must be <= 0
         worst = int(np.argmax(log_ratio))
         if log_ratio[worst] > 1e-9:                            # small slack for rounding
             raise ValueError(
-                f"log_M is too small: log_target(x) - log q(x) = {lt[worst] - lq[worst]:.6g} exceeds "
+                f"log_M is too small: log target(x) - log q(x) = {lt[worst] - lq[worst]:.6g} exceeds "
                 f"log_M = {log_M:.6g} at the proposed point x = {x[worst]}; the envelope M q must dominate "
                 "the target everywhere")
         accept = rng.standard_exponential(m) > -log_ratio       # u <= ratio  <=>  -log u >= -log ratio
@@ -403,18 +418,22 @@ def _ars_hull(x, h, dh, lo, hi):
         log_area = u_top + np.where(t > 1e-10, np.log(-np.expm1(-t)) - np.log(rate), np.log(L))
     return edges, log_area
 
-def adaptive_rejection_sample(log_target:Callable, # log-concave log density, vectorised, written with autograd.numpy
+@renamed(log_target="target")
+def adaptive_rejection_sample(target,             # log-concave log density: a 1-d `Target`, or vectorised, written with autograd.numpy
                               n:int,               # number of draws
                               rng=None,                 # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
                               init=(-1.0, 1.0),    # starting abscissae (at least 2, inside the support)
                               bounds=(-np.inf, np.inf), # support (lo, hi)
-                              grad:Callable=None,  # vectorised derivative of log_target; autograd when None
+                              grad:Callable=None,  # vectorised derivative of the log target; autograd (or the Target's gradient) when None
                               max_points:int=50,   # largest number of abscissae in the hull
                               add_per_batch:int=8, # rejected points added to the hull after each batch
                              ) -> ARSResult:
     "Exact draws from a log-concave 1-d density by adaptive rejection sampling from a tangent-line hull."
-    if not callable(log_target):
-        raise ValueError("log_target must be callable")
+    log_target = _vectorised(target)
+    if grad is None and not callable(target):           # a Target: its own gradient (closed form or autograd)
+        if target.dim != 1:
+            raise ValueError(f"target must be one-dimensional for adaptive rejection sampling, got dimension {target.dim}")
+        grad = lambda t: target.value_and_grad_batch(np.reshape(t, (-1, 1)))[1].reshape(-1)
     n = check_count("n", n); rng = as_rng(rng)
     max_points = check_count("max_points", max_points, 2); add_per_batch = check_count("add_per_batch", add_per_batch)
     lo, hi = (float(b) for b in bounds)
@@ -426,12 +445,12 @@ def adaptive_rejection_sample(log_target:Callable, # log-concave log density, ve
     x = np.unique(check_finite("init", init))
     if x.size < 2 or np.any(x <= lo) or np.any(x >= hi):
         raise ValueError(f"init needs at least 2 distinct points strictly inside bounds {bounds}, got {init}")
-    evalh = lambda t: (_log_density(log_target, t, t.size, "log_target"), np.asarray(grad(t), dtype=float).reshape(-1))
+    evalh = lambda t: (_log_density(log_target, t, t.size, "target"), np.asarray(grad(t), dtype=float).reshape(-1))
     h, dh = evalh(x)
     if not (np.all(np.isfinite(h)) and np.all(np.isfinite(dh))):
-        raise ValueError("log_target and its derivative must be finite at the init points")
+        raise ValueError("target and its derivative must be finite at the init points")
     if np.any(np.diff(dh) > 1e-10):
-        raise ValueError("the derivative of log_target increases between init points: the target is not log-concave")
+        raise ValueError("the derivative of the log target increases between init points: the target is not log-concave")
     if lo == -np.inf and dh[0] <= 0:
         raise ValueError("init: the leftmost point must have a positive slope when the support is unbounded below")
     if hi == np.inf and dh[-1] >= 0:
@@ -450,9 +469,9 @@ def adaptive_rejection_sample(log_target:Callable, # log-concave log density, ve
             y = np.where(r * L > 1e-10, -np.log1p(v * np.expm1(-r * L)) / r, v * L)   # truncated exponential
         xs = np.where(dh[j] > 0, edges[j + 1] - y, edges[j] + y)
         u = h[j] + dh[j] * (xs - x[j])
-        hx = _log_density(log_target, xs, m, "log_target")
+        hx = _log_density(log_target, xs, m, "target")
         if np.any(hx - u > 1e-8 * (1 + np.abs(u))):
-            raise ValueError("log_target lies above its tangent hull: it is not log-concave (or grad is wrong)")
+            raise ValueError("target lies above its tangent hull: it is not log-concave (or grad is wrong)")
         accept = rng.standard_exponential(m) > u - hx
         kept.append(xs[accept]); n_acc += int(accept.sum()); n_prop += m
         room = max_points - x.size
@@ -465,7 +484,7 @@ def adaptive_rejection_sample(log_target:Callable, # log-concave log density, ve
                 order = np.argsort(x)
                 x, h, dh = x[order], h[order], dh[order]
                 if np.any(np.diff(dh) > 1e-10):   # a new tangent would make the hull non-convex: no valid envelope
-                    raise ValueError("the derivative of log_target increases between hull points: the target is "
+                    raise ValueError("the derivative of the log target increases between hull points: the target is "
                                      "not log-concave")
     return ARSResult(np.concatenate(kept)[:n], n_acc / n_prop, n_prop, x)
 
@@ -501,9 +520,10 @@ class ISResult(NamedTuple):
     log_evidence_stderr: float      # standard error of log Zhat (relative standard error of Zhat)
     ess: float               # effective sample size (sum w)^2 / sum w^2, in [1, n]
     samples: np.ndarray      # proposal draws, shape (n,) or (n, d)
-    log_weights: np.ndarray  # log w_s = log_target(x_s) - log q(x_s), shape (n,)
+    log_weights: np.ndarray  # log w_s = log target(x_s) - log q(x_s), shape (n,)
 
-def importance_sample(log_target:Callable, # vectorised log target (normalised or not): draws -> (n,)
+@renamed(log_target="target")
+def importance_sample(target,             # log target (normalised or not): a `Target`, or vectorised, draws -> (n,)
                       proposal,            # scipy.stats frozen distribution, or object with rvs/logpdf
                       n:int,               # number of proposal draws
                       rng=None,                 # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
@@ -513,11 +533,10 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
                      ) -> ISResult:
     "Importance-sampling estimate of E_target[f], its standard error, log Zhat and the ESS of the weights."
     check_proposal(proposal)
-    if not callable(log_target):
-        raise ValueError("log_target must be callable")
+    log_target = _vectorised(target)
     n = check_count("n", n, 2); rng = as_rng(rng)
     x, lq = draw_proposal(proposal, n, rng)
-    logw = _log_density(log_target, x, n, "log_target") - lq
+    logw = _log_density(log_target, x, n, "target") - lq
     W, lse = log_normalize(logw)                   # raises if every weight is zero
     log_evidence = lse - math.log(n)
     log_Z_se = math.sqrt(np.sum((n * W - 1.0) ** 2) / (n - 1) / n)
@@ -533,7 +552,7 @@ def importance_sample(log_target:Callable, # vectorised log target (normalised o
             k = abs(log_evidence) / log_Z_se if log_Z_se > 0 else math.inf
             warnings.warn(f"self_normalized=False needs a normalised target, but log Zhat = {log_evidence:.4g} is {k:.3g} "
                           "standard errors from 0, so the estimate is Z E[f] rather than E[f]. Use self_normalized=True or "
-                          "normalise log_target (if it is normalised, the weights are too heavy-tailed to trust)",
+                          "normalise the target (if it is normalised, the weights are too heavy-tailed to trust)",
                           UserWarning, stacklevel=2)
         wf = np.exp(logw).reshape((n,) + (1,) * (fx.ndim - 1)) * fx
         est, se = wf.mean(axis=0), wf.std(axis=0, ddof=1) / math.sqrt(n)

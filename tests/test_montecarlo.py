@@ -170,9 +170,9 @@ def test_rejection_raises_when_envelope_violated(seed):
         rejection_sample(env.target.logpdf, env.proposal, np.nan, 10, rng=seed(0))
     with pytest.raises(ValueError, match="n must"):
         rejection_sample(env.target.logpdf, env.proposal, env.log_M, 0, rng=seed(0))
-    with pytest.raises(ValueError, match="log_target"):
+    with pytest.raises(ValueError, match="target"):
         rejection_sample(lambda x: np.full(x.shape, np.nan), env.proposal, env.log_M, 10, rng=seed(0))
-    with pytest.raises(ValueError, match="log_target"):
+    with pytest.raises(ValueError, match="target"):
         rejection_sample(lambda x: np.zeros(3), env.proposal, env.log_M, 10, rng=seed(0))
     with pytest.raises(ValueError, match="proposal"):
         rejection_sample(env.target.logpdf, object(), env.log_M, 10, rng=seed(0))
@@ -312,9 +312,9 @@ def test_is_ess_fraction_matches_theory(seed):
 
 
 def test_is_bad_input(seed):
-    with pytest.raises(ValueError, match="log_target"):
+    with pytest.raises(ValueError, match="target"):
         importance_sample(lambda x: np.where(x > 0, np.nan, 0.0), stats.norm(), 100, rng=seed(0))
-    with pytest.raises(ValueError, match="log_target"):
+    with pytest.raises(ValueError, match="target"):
         importance_sample(lambda x: np.full(x.shape, np.inf), stats.norm(), 100, rng=seed(0))
     with pytest.raises(ValueError, match="-inf everywhere"):
         importance_sample(lambda x: np.full(x.shape, -np.inf), stats.norm(), 100, rng=seed(0))
@@ -590,3 +590,31 @@ def test_rqmc_interval_needs_the_t_quantile(seed):
     # The replicate means (64 draws of a mildly skewed integrand) are not exactly normal: allow 0.01 for that in cover_t
     assert abs(cover_t - 0.95) < 5.3 * 0.0049 + 0.01
     assert cover_z < 0.855 + 5.3 * 0.0079 < 0.90
+
+
+def test_samplers_take_a_target_like_the_mcmc_chapter(seed):
+    "One way to say a model (issue 32): importance, rejection and adaptive rejection sampling take a Target of one point (d,) as the samplers do; same draws as the vectorised function; the old keyword log_target warns."
+    import autograd.numpy as anp
+    from bayesnotes.targets import as_target
+    from bayesnotes.montecarlo import adaptive_rejection_sample, rejection_sample
+    f, t = (lambda x: -0.5 * x ** 2), as_target(lambda x: -0.5 * anp.sum(x ** 2), 1)
+    a, b = importance_sample(f, stats.norm(0, 2), 300, rng=seed(1)), importance_sample(t, stats.norm(0, 2), 300, rng=seed(1))
+    assert np.array_equal(a.log_weights, b.log_weights) and a.estimate == b.estimate
+    log_M = np.log(1.5 * np.sqrt(2 * np.pi))            # exp(-x^2/2) <= M N(x; 0, 1.5^2) with equality at 0
+    assert np.array_equal(rejection_sample(f, stats.norm(0, 1.5), log_M, 100, rng=seed(2)).samples,
+                          rejection_sample(t, stats.norm(0, 1.5), log_M, 100, rng=seed(2)).samples)
+    assert np.array_equal(adaptive_rejection_sample(f, 100, rng=seed(3)).samples,     # the Target's own gradient
+                          adaptive_rejection_sample(t, 100, rng=seed(3)).samples)
+    t2 = as_target(lambda x: -0.5 * anp.sum(x ** 2), 2)
+    with pytest.raises(ValueError, match=r"target is a Target of dimension 2, but the proposal draws have dimension 1"):
+        importance_sample(t2, stats.norm(), 10, rng=seed(0))
+    with pytest.raises(ValueError, match="target must be one-dimensional"):
+        adaptive_rejection_sample(t2, 10, rng=seed(0))
+    with pytest.raises(ValueError, match="target must be a Target or a vectorised log density"):
+        rejection_sample(3.0, stats.norm(), 0.0, 10, rng=seed(0))
+    with pytest.warns(DeprecationWarning, match="^importance_sample: the argument 'log_target' is now called 'target'"):
+        old = importance_sample(log_target=f, proposal=stats.norm(0, 2), n=50, rng=seed(4))
+    assert np.array_equal(old.log_weights, importance_sample(f, stats.norm(0, 2), 50, rng=seed(4)).log_weights)
+    with pytest.warns(DeprecationWarning, match="^adaptive_rejection_sample: the argument 'log_target' is now called 'target'"):
+        old = adaptive_rejection_sample(log_target=f, n=50, rng=seed(4))
+    assert np.array_equal(old.samples, adaptive_rejection_sample(f, 50, rng=seed(4)).samples)
