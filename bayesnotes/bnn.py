@@ -428,7 +428,7 @@ def kl_diag_gauss(m_q, # means of q, (P,)
     "KL(N(m_q, diag s_q^2) || N(m_p, diag s_p^2)), summed over coordinates; autograd-differentiable."
     return anp.sum(anp.log(s_p / s_q) + (s_q ** 2 + (m_q - m_p) ** 2) / (2 * s_p ** 2) - 0.5)
 
-def kl_weights(M:int,              # number of minibatches per epoch
+def kl_weights(M:int,              # number of minibatches per epoch (n_B in the text)
                scheme="uniform",   # "uniform" (1/M each) or "blundell" (2^(M-j) / (2^M - 1))
               ) -> np.ndarray:
     "Share of the complexity cost given to each of the M minibatches of an epoch (sums to one)."
@@ -1313,7 +1313,7 @@ def nuts_regression(X,                    # inputs, shape (N, d)
                     max_depth:int=7,      # maximum NUTS tree depth (at most 2^max_depth - 1 leapfrog steps)
                     init=None,            # starting weights (n_chains, P); default: anchored-ensemble members
                     progress:bool=False,  # show a progress bar
-                    sampler:dict=None,    # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of eta)
+                    sampler:dict=None,    # more `bayesnotes.mcmc.sample` arguments (adapt, step_size, inv_mass of the whitened weights u)
                     **shared,             # the prior's settings, as in `fit_map`
                    ) -> SamplesFit:
     "Sample the BNN posterior with NUTS (`bayesnotes.mcmc.sample`) in whitened weights; draws (chain, draw, P)."
@@ -1463,10 +1463,10 @@ def changed_sources(provenance:dict, # provenance of a stored file (`nuts_refere
 
 # %% ../nbs/07_bnn.ipynb #64b89689
 @shares_parameters(regression_target, ("X", "y", "sizes", "activation", "prior_std", "noise_std"))
-def tempered_regression_model(temperature:float=1.0,  # T: the model is p(eta | D)^(1/T)
+def tempered_regression_model(temperature:float=1.0,  # T: the model is p(u | D)^(1/T)
                               **target,               # the problem, as in `regression_target` (keywords)
                              ):
-    """The tempered BNN posterior p(eta | D)^(1/T) in whitened weights eta = theta / prior_std, as a
+    """The tempered BNN posterior p(u | D)^(1/T) in whitened weights u = theta / prior_std, as a
     `bayesnotes.sgmcmc.MinibatchModel` (log prior and per-example log likelihoods, each divided by T)."""
     from bayesnotes.sgmcmc import MinibatchModel
     X, y = check_regression_data(target.pop("X"), target.pop("y"))

@@ -481,7 +481,7 @@ def fig_split_rhat(n_draws=1000,  # draws per chain
             ax.plot(x[c], lw=0.6, color=COLORS[c])
         a = x[..., None]
         classic = _rhat_basic(a)[0]                    # no splitting, no ranks (Gelman & Rubin 1992)
-        ax.set_title(f"{title}: R-hat (unsplit) {classic:.2f}, rank-normalised split R-hat {rhat(x):.2f}")
+        ax.set_title(f"{title}: classic (unsplit) R-hat {classic:.2f}, rank-normalised split R-hat {rhat(x):.2f}")
         ax.set_xlabel("iteration")
     return fig
 

@@ -1048,11 +1048,11 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
             X = jittered_starts(target, X, n_chains, jitter, rng)
         elif X.shape != (n_chains, d):
             raise ValueError(f"`x0` must have shape ({d},) or ({n_chains}, {d}), got {X.shape}")
-    M = np.ones((n_chains, d)) if inv_mass is None else check_positive("inv_mass", inv_mass)
+    inv_m = np.ones((n_chains, d)) if inv_mass is None else check_positive("inv_mass", inv_mass)
     try:
-        M = np.broadcast_to(M, (n_chains, d))
+        inv_m = np.broadcast_to(inv_m, (n_chains, d))
     except ValueError:
-        raise ValueError(f"`inv_mass` must be a scalar or have shape ({d},) or ({n_chains}, {d}), got {M.shape}") from None
+        raise ValueError(f"`inv_mass` must be a scalar or have shape ({d},) or ({n_chains}, {d}), got {inv_m.shape}") from None
     if step_size is None:
         E = [None] * n_chains if (adapt or default_accept is not None) else [1.0] * n_chains
         if family == "slice":
@@ -1080,7 +1080,7 @@ def sample(kernel,             # "rwmh", "mala", "hmc", "nuts", "slice", or a fa
                       adapt_accept=accept if (adapt and family != "slice") else None, init_accept=accept,
                       tick=lambda: tick(1))
     rngs = rng.spawn(n_chains)
-    chains = run_programs([_chain(plan, rngs[c], State(X[c], start[c][0], start[c][1]), E[c], M[c].copy())
+    chains = run_programs([_chain(plan, rngs[c], State(X[c], start[c][0], start[c][1]), E[c], inv_m[c].copy())
                            for c in range(n_chains)], target)
     if hasattr(bar, "close"):
         bar.close()
@@ -1328,13 +1328,13 @@ def fig_acf_mixture(max_lag=40,   # largest lag shown
 def gibbs_normal(y,                # observations, shape (n,), or (n_chains, n) for one data set per chain
                  mu0=0.0,          # prior mean of mu
                  s0=1.0,           # prior standard deviation of mu
-                 a0=2.0,           # Gamma shape of the precision tau
-                 b0=2.0,           # Gamma rate of the precision tau
+                 a0=2.0,           # Gamma shape of the precision phi
+                 b0=2.0,           # Gamma rate of the precision phi
                  n_draws=1000,     # draws per chain
                  rng=None,         # random generator or seed (SPEC 7)
                  n_chains=4,       # chains (vectorised); ignored when y has one row per chain
                  tau0=None):       # starting precision (default: prior mean a0 / b0)
-    "Two-block Gibbs sampler for y_i ~ N(mu, 1/tau), mu ~ N(mu0, s0^2), tau ~ Ga(a0, b0). Returns (chain, draw, 2) [mu, tau]."
+    "Two-block Gibbs sampler for y_i ~ N(mu, 1/phi), mu ~ N(mu0, s0^2), precision phi ~ Ga(a0, b0). Returns (chain, draw, 2) [mu, phi]."
     rng = as_rng(rng)
     y = check_finite("y", y)
     if y.ndim not in (1, 2) or y.shape[-1] < 1:

@@ -594,9 +594,9 @@ def bootstrap_filter(ssm,      # a `StateSpaceModel`
 
 # %% ../nbs/05_smc.ipynb #45f47b6b
 def nonmarkov_ssm(phi:float=0.9, # autoregression of z_t
-                  q:float=10.,   # variance of the innovations of z_t
+                  q:float=10.,   # variance of the innovations of z_t (sigma_z^2 in the text)
                   beta:float=0.5, # decay of the influence of past states on y_t
-                  r:float=1.):   # observation noise variance
+                  r:float=1.):   # observation noise variance (sigma_y^2 in the text)
     "The model of eq. 13.6 as a linear-Gaussian SSM on the augmented state (z_t, s_t)."
     check_positive("q", q); check_positive("r", r)
     J = q * np.ones((2, 2))
@@ -742,8 +742,8 @@ class NonlinearGaussianSSM(GaussianSSM):
         self._factor_noise(Q, Rm, Q if P0 is None else P0)
 
 def tracker_ssm(delta:float=0.3, # step size of the discretised dynamics
-                q:float=0.01,    # transition noise variance
-                r:float=0.3,     # observation noise variance
+                q:float=0.01,    # transition noise variance (sigma_z^2 in the text)
+                r:float=0.3,     # observation noise variance (sigma_y^2 in the text)
                 m0=(1.5, 0.),    # mean of the initial state
                 p0:float=0.1):   # initial variance
     "The 2-d nonlinear tracker f(z) = (z1 + delta sin z2, z2 + delta cos z1) with noisy direct observations."

@@ -671,9 +671,9 @@ def fig_vb_regression_1d(n_iter:int=10, # CAVI sweeps
     ax.fill_between(gg, np.exp(regression_1d_log_posterior_gamma(gg, x, y, **prior)), color="grey", alpha=0.4,
                     label=r"exact $p(\gamma\mid y)$")
     ax.plot(gg, stats.gamma.pdf(gg, vb.a_N, scale=1 / vb.b_N), color=COLORS[1],
-            label=rf"CAVI $q(\gamma)$, shape $\alpha_0 + N/2 = {vb.a_N:g}$")
+            label=rf"CAVI $q(\gamma)$, shape $a_0 + N/2 = {vb.a_N:g}$")
     ax.plot(gg, stats.gamma.pdf(gg, wrong.a_N, scale=1 / wrong.b_N), "--", color=COLORS[0],
-            label=rf"eq. 3.29 as printed, shape $\alpha_0 + 1/2$")
+            label=rf"eq. 3.29 as printed, shape $a_0 + 1/2$")
     ax.set(xlabel=r"noise precision $\gamma$", ylabel="density", title=r"marginal of $\gamma$")
     ax.legend(frameon=False, fontsize=8)
     ax = axes[2]
@@ -949,9 +949,9 @@ def fig_vbem_faithful(K:int=6,          # components
     ax.set(xlabel="iteration", ylabel="ELBO", title="bound (monotone)")
     ins = ax.inset_axes([0.5, 0.12, 0.45, 0.45])
     a = np.linspace(0.01, 2, 200)
-    ins.plot(a, np.exp(special.digamma(a)), color=COLORS[2], label=r"$e^{\psi(a)}$")
+    ins.plot(a, np.exp(special.digamma(a)), color=COLORS[2], label=r"$e^{\digamma(a)}$")
     ins.plot(a, a, "k:", lw=1, label="$a$")
-    ins.set_title(r"$e^{\psi(a)}$ vs $a$", fontsize=7); ins.tick_params(labelsize=6)
+    ins.set_title(r"$e^{\digamma(a)}$ vs $a$", fontsize=7); ins.tick_params(labelsize=6)
     return fig
 
 # %% ../nbs/01_vi.ipynb #2ee444ab

@@ -34,15 +34,21 @@ class PSISResult(NamedTuple):
 def khat_threshold(n_draws:int, # number S of draws behind the weights
                   ) -> float:
     "The k-hat above which a PSIS estimate from S draws is unreliable, min(1 - 1/log10(S), 0.7) (Vehtari et al. 2024)."
-    S = check_count("n_draws", n_draws, 2)
+    S = check_count("n_draws", n_draws, 21)                   # as `psis`: below 21 draws there is no tail of 5 to fit
     return float(min(1.0 - 1.0 / np.log10(S), 0.7))
 
-def min_draws(khat, # Pareto shape k < 1
+def min_draws(khat, # Pareto shape k (a scalar or an array; inf, as `psis` reports a tail too short to fit, is allowed)
              ) -> np.ndarray:
-    "Draws needed for a reliable PSIS estimate when the tail shape is k: 10^(1 / (1 - k)) (infinite for k >= 1)."
-    k = check_finite("khat", khat)
-    with np.errstate(divide="ignore", over="ignore"):
-        return np.where(k < 1, 10.0 ** (1.0 / np.maximum(1.0 - k, 0.0)), np.inf)
+    """Draws S_min = 10^(1 / (1 - k)) that make a PSIS estimate reliable when the tail shape is k < 0.7 (2154 just below
+    0.7); infinite for k >= 0.7, where the bias of PSIS dominates whatever the number of draws (Vehtari et al. 2024)."""
+    try:
+        k = np.asarray(khat, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"khat must be a number or an array of numbers, got {type(khat).__name__}") from None
+    if np.isnan(k).any():
+        raise ValueError("khat must not be NaN")
+    ok = k < 0.7
+    return np.where(ok, 10.0 ** (1.0 / (1.0 - np.where(ok, k, 0.0))), np.inf)
 
 def _gpd_fit_sorted(z):
     """Zhang and Stephens' (2009) estimate of (k, sigma) from positive exceedances z (M, c), sorted ascending in each
@@ -52,7 +58,9 @@ def _gpd_fit_sorted(z):
     m = 30 + int(M ** 0.5)
     grid = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))                      # (m,), all negative
     b = grid[:, None] / (3.0 * z[int(M / 4 + 0.5) - 1]) + 1.0 / z[-1]          # (m, c), each below 1 / max z
-    k = np.log1p(-b[:, None, :] * z[None]).mean(axis=1)                        # (m, c) profile estimate of k given b
+    k = np.empty_like(b)                                                        # (m, c) profile estimate of k given b,
+    for i in range(m):                                                          # one grid value at a time: memory O(M c)
+        k[i] = np.log1p(-b[i] * z).mean(axis=0)
     prof = M * (np.log(-b / k) - k - 1.0)                                      # profile log likelihood of b
     with np.errstate(over="ignore"):                                          # exp(+large) = inf gives a weight 0
         w = 1.0 / np.exp(prof[None, :, :] - prof[:, None, :]).sum(axis=1)     # normalised weights of the grid values
@@ -101,12 +109,42 @@ def _logsumexp0(x):
     return m + np.log(np.exp(x - m).sum(axis=0))
 
 # %% ../nbs/09_workflow.ipynb #1a274d56
+_PSIS_BLOCK = 256   # columns smoothed at a time: working memory O(S * 256) on top of the result, whatever the number of columns
+
+def _psis_block(x, M):
+    """PSIS of the columns of x (S, c), each with its largest log weight 0, and tail lengths M (c,): smoothed log weights
+    (S, c), each column normalised, with k-hat, tail length, scale and ESS (c,)."""
+    S, n = x.shape
+    x = x.T                                                       # (c, S) copy, largest log weight 0 in every row
+    Mx = int(M.max())
+    top_i = np.argpartition(x, S - Mx - 1, axis=1)[:, S - Mx - 1:]  # the Mx + 1 largest of each row, unsorted
+    top_v = np.take_along_axis(x, top_i, axis=1)
+    o = np.argsort(top_v, axis=1)
+    top_i, top_v = np.take_along_axis(top_i, o, axis=1), np.take_along_axis(top_v, o, axis=1)
+    cut = np.maximum(top_v[np.arange(n), Mx - M], np.log(np.finfo(float).tiny))   # log of the (M+1)-th largest weight
+    tail = (top_v > cut[:, None]).sum(axis=1)                     # M, or fewer with ties or zero weights
+    khat, sigma = np.full(n, np.inf), np.full(n, np.nan)
+    out = np.array(x)
+    for L in np.unique(tail[tail >= 5]):                          # rows with the same tail length are fitted together
+        rows = np.flatnonzero(tail == L)
+        u = np.exp(cut[rows])
+        k, s = _gpd_fit_sorted((np.exp(top_v[rows, Mx + 1 - L:]) - u[:, None]).T)
+        khat[rows], sigma[rows] = k, s
+        ok = np.isfinite(k)
+        p = (np.arange(L) + 0.5) / L
+        q = np.log(gpd_quantile(p[:, None], k[ok], s[ok]) + u[ok])  # (L, rows) smoothed tail, ascending
+        out[rows[ok][:, None], top_i[rows[ok], Mx + 1 - L:]] = np.minimum(q, 0.0).T   # capped at the largest raw weight
+    out = out.T
+    out -= _logsumexp0(out)
+    return out, khat, tail, sigma, 1.0 / np.exp(_logsumexp0(2 * out))
+
 def psis(log_weights, # log importance ratios log p - log q up to a constant: (S,), or (S, n) with one column per target
          reff=1.0,    # relative efficiency ESS / S of the draws: 1 for independent draws; a scalar or one per column
         ) -> PSISResult:
     """Pareto-smoothed importance sampling (Vehtari et al. 2024): in each column the M = ceil(min(S/5, 3 sqrt(S/reff)))
     largest weights are replaced by quantiles of a generalised Pareto law fitted to them, capped at the largest raw weight,
-    and the column is normalised. Deterministic, vectorised over columns; the same numbers as ArviZ's `psislw`."""
+    and the column is normalised. Deterministic; columns are smoothed in blocks of 256, so the working memory beyond the
+    result does not grow with their number. The same numbers as ArviZ's `psislw` (given the same reff)."""
     lw = _as_log_weights("log_weights", log_weights)
     one = lw.ndim == 1
     x = lw.reshape(lw.shape[0], -1)
@@ -122,32 +160,16 @@ def psis(log_weights, # log importance ratios log p - log q up to a constant: (S
     top = x.max(axis=0)
     if np.isneginf(top).any():
         raise ValueError(f"every weight of column(s) {np.flatnonzero(np.isneginf(top)).tolist()} of log_weights is zero (-inf)")
-    x = (x - top).T                                               # (n, S), largest log weight 0 in every row
-    Mx = int(M.max())
-    top_i = np.argpartition(x, S - Mx - 1, axis=1)[:, S - Mx - 1:]  # the Mx + 1 largest of each row, unsorted
-    top_v = np.take_along_axis(x, top_i, axis=1)
-    o = np.argsort(top_v, axis=1)
-    top_i, top_v = np.take_along_axis(top_i, o, axis=1), np.take_along_axis(top_v, o, axis=1)
-    cut = np.maximum(top_v[np.arange(n), Mx - M], np.log(np.finfo(float).tiny))   # log of the (M+1)-th largest weight
-    tail = (top_v > cut[:, None]).sum(axis=1)                     # M, or fewer with ties or zero weights
-    khat, sigma = np.full(n, np.inf), np.full(n, np.nan)
-    out = x.copy()
-    for L in np.unique(tail[tail >= 5]):                          # rows with the same tail length are fitted together
-        rows = np.flatnonzero(tail == L)
-        u = np.exp(cut[rows])
-        k, s = _gpd_fit_sorted((np.exp(top_v[rows, Mx + 1 - L:]) - u[:, None]).T)
-        khat[rows], sigma[rows] = k, s
-        ok = np.isfinite(k)
-        p = (np.arange(L) + 0.5) / L
-        q = np.log(gpd_quantile(p[:, None], k[ok], s[ok]) + u[ok])  # (L, rows) smoothed tail, ascending
-        out[rows[ok][:, None], top_i[rows[ok], Mx + 1 - L:]] = np.minimum(q, 0.0).T   # capped at the largest raw weight
-    out = out.T
-    out -= _logsumexp0(out)
-    ess = 1.0 / np.exp(_logsumexp0(2 * out))
+    out = np.empty((S, n))
+    khat, tail, sigma, ess = np.empty(n), np.empty(n, int), np.empty(n), np.empty(n)
+    for j in range(0, n, _PSIS_BLOCK):
+        b = slice(j, j + _PSIS_BLOCK)
+        out[:, b], khat[b], tail[b], sigma[b], ess[b] = _psis_block(x[:, b] - top[b], M[b])
     res = (out, khat, tail, sigma, ess)
     if one:
         res = (out[:, 0],) + tuple(v[0] for v in res[1:])
     return PSISResult(*res, khat_threshold(S))
+
 
 # %% ../nbs/09_workflow.ipynb #c62fa1a3
 def _narrow_gaussian_runs(s=0.6, n_draws=1000, n_reps=400, rng=0):
@@ -206,7 +228,7 @@ def khat_calibration(k_true=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), # tru
 
 def fig_khat_calibration(cal:dict=None, # output of `khat_calibration` (None: computed with its defaults)
                         ):
-    "k-hat against the true tail shape k on two families of proposals: median and 5-95% range over independent runs, with the thresholds."
+    "k-hat against the true tail shape k on two families of proposals: median and 5-95% range over independent runs, with 0.5 and the threshold for S draws."
     cal = khat_calibration() if cal is None else cal
     fig, ax = new_figure(width=6.5, height=4.2)
     k = cal["k"]
@@ -217,9 +239,10 @@ def fig_khat_calibration(cal:dict=None, # output of `khat_calibration` (None: co
                     fmt="o", ms=4, capsize=2, color=COLORS[j], label=lab)
     ax.plot([0, 1], [0, 1], color="k", lw=0.8, label="$\\hat k = k$")
     ax.axhline(0.5, color="gray", ls="--", lw=0.8)
-    ax.axhline(0.7, color=COLORS[1], ls=":", lw=1.0)
+    thr = khat_threshold(cal["n_draws"])
+    ax.axhline(thr, color=COLORS[1], ls=":", lw=1.0)
     ax.text(0.02, 0.52, "0.5: finite variance below", fontsize=8, color="gray")
-    ax.text(0.02, 0.72, "0.7: unreliable above", fontsize=8, color=COLORS[1])
+    ax.text(0.02, thr + 0.02, f"{thr:.2f}: unreliable above", fontsize=8, color=COLORS[1])
     ax.set(xlabel="true tail shape k", ylabel="$\\hat k$", xlim=(0, 1), title=f"{cal['normal'].shape[1]} runs of S = {cal['n_draws']} draws per point")
     ax.legend(loc="lower right", fontsize=8)
     return fig
@@ -312,8 +335,11 @@ def fig_vi_check(funnel_fit=None, # output of `funnel_advi` (None: computed with
 
 # %% ../nbs/09_workflow.ipynb #d379c657
 def _loglik_matrix(loglik):
-    "A log-likelihood array (S, n) or (chain, draw, n) as (S, n); NaN and +inf refused."
+    "A log-likelihood array (S, n) or (chain, draw, n) as (S, n); NaN and infinities refused."
     a = _as_log_weights("loglik", loglik, (2, 3))
+    if np.isneginf(a).any():
+        raise ValueError(f"loglik must be finite: it has {int(np.isneginf(a).sum())} -inf (an observation impossible under "
+                         "some draws, p(y_i | theta_s) = 0); PSIS-LOO and WAIC need p(y_i | theta) > 0 at every draw")
     a = a.reshape(-1, a.shape[-1])
     if a.shape[1] < 1:
         raise ValueError("loglik has no observations")
@@ -351,11 +377,15 @@ def loo(loglik,    # log p(y_i | theta_s): (S, n) draws by observations, or (cha
         reff=1.0,  # relative efficiency ESS / S of the draws (scalar or one per observation; 1 for independent draws)
         warn:bool=True, # warn when some k-hat exceed the threshold
        ) -> LOOResult:
-    "PSIS-LOO (Vehtari, Gelman and Gabry 2017): elpd_loo, its se, p_loo, and the pointwise elpd and k-hat, from posterior draws."
+    """PSIS-LOO (Vehtari, Gelman and Gabry 2017): elpd_loo, its se, p_loo, and the pointwise elpd and k-hat, from posterior
+    draws. The same numbers as ArviZ's `loo` given the same reff: `arviz.loo` estimates reff from the chains by default,
+    this function (like R's loo >= 2.7) takes 1 unless told (`relative_eff` computes it)."""
     ll = _loglik_matrix(loglik)
     S, n = ll.shape
     r = psis(-ll, reff)                                # ratios 1 / p(y_i | theta_s), smoothed column by column
-    elpd_i = _logsumexp0(r.log_weights + ll)
+    lw = r.log_weights
+    lw += ll                                           # in place: no second (S, n) array
+    elpd_i = _logsumexp0(lw)
     lppd = float((_logsumexp0(ll) - np.log(S)).sum())
     elpd = float(elpd_i.sum())
     bad = int(np.sum(r.khat > r.threshold))
@@ -435,8 +465,13 @@ def normal_mean_posterior(y,                  # observations (n,)
                          ) -> tuple:
     "Posterior mean and standard deviation of mu in the model of `normal_mean_loo`."
     y = check_finite("y", y)
-    prec = 1.0 / prior_sd ** 2 + y.size / sigma ** 2
-    return (prior_mean / prior_sd ** 2 + y.sum() / sigma ** 2) / prec, 1.0 / np.sqrt(prec)
+    if y.ndim != 1 or y.size < 1:
+        raise ValueError(f"y must be a vector of at least 1 observation, got shape {y.shape}")
+    s2 = float(check_positive("sigma", sigma)) ** 2
+    p0 = 1.0 / float(check_positive("prior_sd", prior_sd)) ** 2
+    m0 = float(check_finite("prior_mean", prior_mean))
+    prec = p0 + y.size / s2
+    return (p0 * m0 + y.sum() / s2) / prec, 1.0 / np.sqrt(prec)
 
 # %% ../nbs/09_workflow.ipynb #9a23ac19
 def outlier_data() -> np.ndarray:

@@ -29,6 +29,7 @@ from bayesnotes.montecarlo import importance_sample, mc_estimate
 from bayesnotes.decision import (bayes_action, classify_with_reject, credible_interval, expected_loss,
                                  reject_thresholds)
 from bayesnotes.core import log_normalize, mvn_sample
+from bayesnotes.workflow import khat_threshold, loo, min_draws, normal_mean_posterior, psis, waic
 
 
 # ---------------------------------------------------------------- the user's own model, right and wrong
@@ -271,6 +272,14 @@ BAD = [
     (lambda: expected_loss([1.0, 2.0], [0.0], weights=[1.0, -1.0]), ValueError, r"weights must be non-negative"),
     (lambda: bayes_action([1.0, 2.0]), ValueError, r"actions is required"),
     (lambda: credible_interval([1.0, 2.0], 1.5), ValueError, r"alpha"),
+    # --- PSIS and LOO (chapter 9): a log likelihood of -inf (an observation impossible under a draw), too few draws
+    (lambda: loo(np.r_[[[-np.inf, 0.0]], np.zeros((40, 2))]), ValueError, r"^loglik must be finite: it has 1 -inf"),
+    (lambda: waic(np.r_[[[-np.inf, 0.0]], np.zeros((40, 2))]), ValueError, r"^loglik must be finite: it has 1 -inf"),
+    (lambda: khat_threshold(5), ValueError, r"^n_draws must be an integer >= 21"),
+    (lambda: min_draws(np.nan), ValueError, r"^khat must not be NaN"),
+    (lambda: psis(np.zeros(10)), ValueError, r"^log_weights has 10 draws; psis needs at least 21"),
+    (lambda: normal_mean_posterior([1.0, 2.0], sigma=-1.0), ValueError, r"^sigma must be positive"),
+    (lambda: normal_mean_posterior([1.0, 2.0], prior_sd=0.0), ValueError, r"^prior_sd must be positive"),
     # --- randomness and threads (utils): the conventions every entry point shares
     (lambda: as_rng(-1), ValueError, r"rng must be None, a non-negative int seed"),
     (lambda: as_rng(1.5), ValueError, r"rng must be None"),

@@ -102,9 +102,87 @@ def test_thresholds():
     # the threshold is where S = S_min(k) = 10^(1/(1-k))
     for S in (50, 200, 1000):
         assert min_draws(khat_threshold(S)) == pytest.approx(S)
-    assert np.isinf(min_draws(1.0)) and min_draws(0.0) == 10.0
-    with pytest.raises(ValueError, match="n_draws"):
-        khat_threshold(1)
+    assert np.isinf(min_draws(1.0)) and min_draws(0.0) == 10.0 and min_draws(0.5) == pytest.approx(100.0)
+    # from 0.7 up the bias of PSIS dominates whatever S (Vehtari et al. 2024; loo 2.7.0): no number of draws is enough
+    assert min_draws(0.7 - 1e-9) == pytest.approx(10 ** (1 / 0.3)) and np.all(np.isinf(min_draws([0.7, 0.8, 0.99])))
+    # psis reports a tail too short to fit as k-hat = inf, which min_draws accepts; an array keeps its shape
+    assert np.isinf(min_draws(psis(np.zeros(50)).khat)) and np.isinf(min_draws(np.inf)) and min_draws(-np.inf) == 1.0
+    assert min_draws(np.array([[0.0, 0.5]])).shape == (1, 2)
+    for bad in (np.nan, [0.2, np.nan], "abc"):
+        with pytest.raises(ValueError, match="khat"):
+            min_draws(bad)
+    # the threshold needs the 21 draws psis needs (1 - 1/log10(S) is negative below S = 11)
+    assert khat_threshold(21) == pytest.approx(1 - 1 / np.log10(21))
+    for bad in (1, 5, 20, 21.5):
+        with pytest.raises(ValueError, match="n_draws"):
+            khat_threshold(bad)
+
+
+def test_psis_of_a_wide_matrix_in_blocks(seed):
+    """psis smooths the columns in blocks of 256 (issue of review 09, item 11): a matrix of 4000 draws x 1500 columns
+    with reff 0.1 (M = 600 in every column) gives, column for column, the numbers of each column alone, and of one block
+    holding every column; its working memory beyond the result stays bounded whatever the number of columns. The old
+    code held a (grid, M, n) array, 54 x 600 x 1500 doubles = 389 MB here; now the peak above the (S, n) result is a few
+    (S, 256) blocks (measured 46 MB), and the bound 12 such blocks (98 MB) is independent of n."""
+    import tracemalloc
+    import bayesnotes.workflow as wf
+    rng = np.random.default_rng(seed(13))
+    S, n = 4000, 1500
+    lw = rng.standard_t(3, size=(S, n)) * rng.uniform(0.3, 2.0, n)
+    lw[:5, 7] = -np.inf                                         # zero weights in one column
+    tracemalloc.start()
+    r = psis(lw, reff=0.1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert np.all(r.tail_length == 600)
+    assert peak - r.log_weights.nbytes < 12 * S * 256 * 8, peak / 1e6
+    for j in (0, 7, 255, 256, 511, 1024, n - 1):               # both sides of block edges, and the last column
+        rj = psis(lw[:, j], reff=0.1)
+        assert np.allclose(rj.log_weights, r.log_weights[:, j], rtol=0, atol=1e-12) and np.isclose(rj.khat, r.khat[j], rtol=1e-12)
+        assert rj.tail_length == r.tail_length[j] and np.isclose(rj.ess, r.ess[j], rtol=1e-12)
+    block = wf._PSIS_BLOCK
+    try:                                                        # one block holding every column: the unblocked computation
+        wf._PSIS_BLOCK = n
+        r1 = psis(lw[:, :600], reff=0.1)
+    finally:
+        wf._PSIS_BLOCK = block
+    assert np.allclose(r1.log_weights, r.log_weights[:, :600], rtol=0, atol=1e-12)
+    assert np.allclose(r1.khat, r.khat[:600], rtol=1e-12) and np.allclose(r1.sigma, r.sigma[:600], rtol=1e-12)
+
+
+def test_loglik_minus_inf_is_refused_by_name():
+    """A log likelihood of -inf (p(y_i | theta_s) = 0, e.g. a uniform model whose support misses y_i at some draws) makes
+    the LOO ratio 1/p infinite and WAIC's variance NaN: both refuse it, naming loglik (not log_weights, not +inf)."""
+    rng = np.random.default_rng(1)
+    ll = stats.uniform.logpdf(np.array([0.1, 0.5, 0.9]), 0, rng.uniform(0.5, 2, size=(1000, 1)))
+    assert np.isneginf(ll).any()
+    for f in (loo, waic):
+        with pytest.raises(ValueError, match=r"^loglik must be finite: it has \d+ -inf"):
+            f(ll)
+
+
+def test_normal_mean_posterior_checks_its_input():
+    m, s = normal_mean_posterior([1.0, 3.0], sigma=2.0, prior_mean=1.0, prior_sd=1.0)
+    assert np.isclose(s, 1 / np.sqrt(1 + 2 / 4)) and np.isclose(m, (1 + 4 / 4) * s ** 2)
+    for kw, name in (({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"prior_sd": -2.0}, "prior_sd"),
+                     ({"prior_mean": np.nan}, "prior_mean")):
+        with pytest.raises(ValueError, match=name):
+            normal_mean_posterior([1.0, 2.0], **kw)
+    with pytest.raises(ValueError, match="y"):
+        normal_mean_posterior(np.zeros((2, 2)))
+
+
+def test_fig_khat_calibration_draws_the_threshold_of_its_draws():
+    "The dotted line and its label follow khat_threshold(n_draws): 0.5 for S = 100, not 0.7."
+    import matplotlib
+    matplotlib.use("Agg")
+    from bayesnotes.workflow import fig_khat_calibration, khat_calibration
+    cal = khat_calibration(k_true=(0.3, 0.6), n_draws=100, n_reps=3, rng=0)
+    fig = fig_khat_calibration(cal)
+    ax = fig.axes[0]
+    ys = sorted({round(float(l.get_ydata()[0]), 6) for l in ax.get_lines() if len(set(l.get_ydata())) == 1})
+    assert ys == [0.5], ys
+    assert any(t.get_text().startswith("0.50: unreliable") for t in ax.texts)
 
 
 def test_psis_expectation_is_consistent(seed):

@@ -96,3 +96,24 @@ def test_loo_and_waic_equal_arviz(az, case, seed):
     assert np.abs(m.elpd_i - a["loo_i"].values).max() < TOL and np.abs(m.khat - a["pareto_k"].values).max() < TOL
     assert np.abs(mw.elpd_i - w["waic_i"].values).max() < TOL
     assert m.threshold == pytest.approx(a["good_k"]) and (m.n_bad > 0) == bool(a["warning"])
+
+
+def test_loo_equals_arviz_default_only_given_arvizs_reff(az, seed):
+    """`arviz.loo` on (chain, draw, n) estimates reff from the ESS of the posterior by default (the mean over its
+    variables of ESS / S); `loo` takes reff = 1 unless told (as R's loo >= 2.7). On autocorrelated chains the two
+    defaults differ (a longer tail is fitted with reff < 1), and the numbers agree once `loo` gets ArviZ's reff."""
+    rng = np.random.default_rng(seed(4))
+    mu = np.zeros((4, 1000))
+    for t in range(1, 1000):                                   # AR(1) chains with coefficient 0.9: ESS / S about 0.05
+        mu[:, t] = 0.9 * mu[:, t - 1] + np.sqrt(1 - 0.81) * rng.normal(size=4)
+    y = np.r_[rng.normal(size=9), 3.0]
+    ll = stats.norm.logpdf(y, mu[..., None], 1.0)
+    idata = az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = az.loo(idata, pointwise=True)
+        reff = float(az.ess(idata.posterior, method="mean")["mu"]) / mu.size
+        m1, m = loo(ll, warn=False), loo(ll, reff, warn=False)
+    assert reff < 0.3
+    assert np.abs(m.elpd_i - a["loo_i"].values).max() < TOL and np.abs(m.khat - a["pareto_k"].values).max() < TOL
+    assert np.abs(m1.khat - a["pareto_k"].values).max() > 1e-4      # the defaults differ: the tails are of other lengths
