@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from .utils import as_rng, check_count, check_finite, check_positive
+from .utils import as_rng, check_count, check_finite, check_positive, renamed
 from .targets import Target
 from .plotting import new_figure, COLORS
 
@@ -280,7 +280,8 @@ class ApproximationCheck(NamedTuple):
     log_ratios: np.ndarray  # (S,) log p(x_s, data) - log q(x_s): the unnormalised log importance ratios
     psis: PSISResult        # `psis` of the log ratios: k-hat of q against the posterior, smoothed weights
 
-def psis_diagnostic(log_target,      # unnormalised log posterior: a `Target`, or a function of a batch (S, d) -> (S,)
+@renamed(log_target="target")
+def psis_diagnostic(target,          # unnormalised log posterior: a `Target`, or a function of a batch (S, d) -> (S,)
                     q,               # fitted approximation with sample(n, rng=...) and log_prob(z) (a family of chapter 1)
                     n_draws:int=4000, # draws S from q
                     rng=None,        # random generator or seed (SPEC 7)
@@ -288,13 +289,13 @@ def psis_diagnostic(log_target,      # unnormalised log posterior: a `Target`, o
     "How well does q cover the posterior? PSIS on the ratios p(x, data) / q(x) at draws of q (Yao et al. 2018)."
     S = check_count("n_draws", n_draws, 21)
     z = np.asarray(q.sample(S, rng=as_rng(rng)), float).reshape(S, -1)
-    if isinstance(log_target, Target):
+    if isinstance(target, Target):
         from bayesnotes.vi import logp_values
-        lp = logp_values(log_target, z, "log_target")
+        lp = logp_values(target, z, "target")
     else:
-        lp = np.asarray(log_target(z), float)
+        lp = np.asarray(target(z), float)
         if lp.shape != (S,):
-            raise ValueError(f"log_target must map draws (S, d) to (S,) log densities, got shape {lp.shape}")
+            raise ValueError(f"target must map draws (S, d) to (S,) log densities, got shape {lp.shape}")
     lr = lp - np.asarray(q.log_prob(z), float)
     return ApproximationCheck(z, lr, psis(lr))
 

@@ -213,8 +213,11 @@ def test_psis_diagnostic_flags_a_narrow_q(seed):
     med = np.median([r.psis.khat for r in runs])
     assert med > 0.7 and wide.psis.khat < 0.5, (med, wide.psis.khat)
     assert narrow.draws.shape == (4000, 1) and narrow.log_ratios.shape == (4000,)
-    with pytest.raises(ValueError, match="log_target"):
+    with pytest.raises(ValueError, match="^target must map draws"):
         psis_diagnostic(lambda z: np.zeros(3), Normal(1.0), 100, rng=0)
+    with pytest.warns(DeprecationWarning, match="^psis_diagnostic: the argument 'log_target' is now called 'target'"):
+        old = psis_diagnostic(log_target=logp, q=Normal(1.3), n_draws=100, rng=3)
+    assert np.array_equal(old.log_ratios, psis_diagnostic(logp, Normal(1.3), 100, rng=3).log_ratios)
 
 
 # ------------------------------------------------------------------------------------------ LOO
