@@ -110,8 +110,8 @@ def fig_relu_moments(mean:float=0.5,  # mean of the pre-activation a
     m_z, v_z = relu_moments(np.array(mean), np.array(var))
     ax = axes[0]
     pos = z[z > 0]
-    ax.hist(pos, bins=80, density=False, weights=np.full(pos.size, 1. / (n_mc * (pos.max() / 80))), color=COLORS[0],
-            alpha=0.5, label="max(0, a), continuous part")
+    h = ax.hist(pos, bins=80, density=False, weights=np.full(pos.size, 1. / (n_mc * (pos.max() / 80))), color=COLORS[0],
+                alpha=0.5, label="max(0, a), continuous part")[0]
     ax.plot([], [], color=COLORS[3], lw=2, marker="o", label=f"point mass at 0: probability {np.mean(z == 0):.3f} (right axis)")
     axp = ax.twinx()                                    # the point mass is a probability, not a density: own axis
     axp.vlines(0., 0., np.mean(z == 0), color=COLORS[3], lw=2)
@@ -119,8 +119,10 @@ def fig_relu_moments(mean:float=0.5,  # mean of the pre-activation a
     axp.set(ylim=(0, 1), ylabel="probability of z = 0")
     t = np.linspace(-3, mean + 4 * np.sqrt(var), 400)
     ax.plot(t, stats.norm.pdf(t, m_z, np.sqrt(v_z)), color="k", lw=1.5, label="moment-matched Gaussian")
-    ax.set(xlabel="z", ylabel="density", title=rf"$a \sim \mathcal{{N}}({mean:g}, {var:g})$: E z = {float(m_z):.3f}, Var z = {float(v_z):.3f}")
-    ax.legend(fontsize=8)
+    top = max(h.max(), stats.norm.pdf(m_z, m_z, np.sqrt(v_z)))   # room above the curves for the legend
+    ax.set(xlabel="z", ylabel="density", ylim=(0, 1.45 * top),
+           title=rf"$a \sim \mathcal{{N}}({mean:g}, {var:g})$: E z = {float(m_z):.3f}, Var z = {float(v_z):.3f}")
+    ax.legend(fontsize=8, loc="upper right")
     sizes = (1, 20, 1)
     P = mlp_n_params(sizes)
     mw, vw = 0.7 * rng.standard_normal(P), np.full(P, 0.3)
@@ -128,11 +130,12 @@ def fig_relu_moments(mean:float=0.5,  # mean of the pre-activation a
     f = mlp_apply(mw + np.sqrt(vw) * rng.standard_normal((n_mc // 10, P)), X, sizes, "relu")[:, 0, 0]
     m_f, v_f = output_moments(mw, vw, X, sizes)
     ax = axes[1]
-    ax.hist(f, bins=80, density=True, color=COLORS[2], alpha=0.5, label="f(x) for weights drawn from q")
+    h = ax.hist(f, bins=80, density=True, color=COLORS[2], alpha=0.5, label="f(x) for weights drawn from q")[0]
     t = np.linspace(f.min(), f.max(), 400)
     ax.plot(t, stats.norm.pdf(t, m_f[0], np.sqrt(v_f[0])), color="k", lw=1.5, label="Gaussian of moment propagation")
-    ax.set(xlabel="f(x) at x = 0.5", title=f"1-20-1 ReLU network: E f = {m_f[0]:.3f}, Var f = {v_f[0]:.3f}")
-    ax.legend(fontsize=8)
+    ax.set(xlabel="f(x) at x = 0.5", title=f"1-20-1 ReLU network: E f = {m_f[0]:.3f}, Var f = {v_f[0]:.3f}",
+           ylim=(0, 1.3 * max(h.max(), stats.norm.pdf(0., 0., np.sqrt(v_f[0])))))   # room for the legend
+    ax.legend(fontsize=8, loc="upper left")
     return fig
 
 # %% ../nbs/02b_pbp.ipynb #f646eefa

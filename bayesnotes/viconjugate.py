@@ -134,7 +134,7 @@ def fig_vmp_normal_gamma(n_iter:int=6, # VMP sweeps
     cavi = vb_normal_gamma(x, **prior, n_iter=n_iter, init=init)
     post = vmp_structured_normal_gamma(x, **prior)
     fig, (a0, a1, a2) = new_figure(1, 3, width=14, height=3.8)
-    M, T = np.meshgrid(np.linspace(-0.6, 1.6, 200), np.linspace(0.05, 2.6, 200))
+    M, T = np.meshgrid(np.linspace(-0.6, 1.6, 200), np.linspace(0.05, 1.2, 200))   # every contour lies below tau = 0.92
     lp = post.logpdf(M, T)
     a0.contour(M, T, np.exp(lp - lp.max()), levels=[0.05, 0.2, 0.5, 0.8], colors=COLORS[2])
     m, lam, a, b = q.params
