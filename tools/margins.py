@@ -216,14 +216,15 @@ def _margin(plan, vals):
     if kind == "close":
         a, b = np.asarray(vals[plan[1]], float), np.asarray(vals[plan[2]], float)
         rtol, atol = np.asarray(vals[plan[3]], float), np.asarray(vals[plan[4]], float)
-        if plan[5]:   # math.isclose: |a-b| <= max(rel_tol * max(|a|,|b|), abs_tol)
-            tol = np.maximum(rtol * np.maximum(np.abs(a), np.abs(b)), atol)
-        else:
-            tol = atol + rtol * np.abs(b)
-        diff = np.abs(a - b)
+        with np.errstate(invalid="ignore"):                    # 0 * inf: a NaN tolerance, where only equality counts
+            if plan[5]:   # math.isclose: |a-b| <= max(rel_tol * max(|a|,|b|), abs_tol)
+                tol = np.maximum(rtol * np.maximum(np.abs(a), np.abs(b)), atol)
+            else:
+                tol = atol + rtol * np.abs(b)
+            diff = np.where(a == b, 0.0, np.abs(a - b))          # equal infinities are close, as numpy and math say
         with np.errstate(divide="ignore", invalid="ignore"):
             used = np.where(diff == 0, 0.0, diff / tol)          # fraction of the tolerance used (inf if tol = 0)
-        ok = bool(np.all(diff <= tol)) if plan[5] else bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
+        ok = bool(np.all((diff == 0) | (diff <= tol)))           # NaN is never close (numpy's equal_nan=False)
         return ok, 1.0 - float(np.max(used)) if used.size else math.inf
     raise AssertionError(kind)
 
