@@ -599,10 +599,12 @@ def _build_tree_recursive(rng, depth, start, eps, m, h0, tally):
 def test_iterative_tree_gives_the_recursive_trees_draws(make, extra, exercises, seed, monkeypatch):
     """The iterative builder (a stack of completed subtrees) visits leaves, merges, U-turn checks and random numbers
     in the recursion's order, so on one random stream both give bit-identical draws and statistics, capped trees
-    (depth 5) and divergent trajectories (the funnel with a fixed step of 1.5) included."""
+    (depth 4) and divergent trajectories (the funnel with a fixed step of 1.5) included."""
     import bayesnotes.mcmc as mc
     t = make()
-    kw = dict(n_warmup=60, n_draws=60, n_chains=3, rng=seed(7), max_depth=5, **extra)
+    # a cap of 4 is reached at every seed offset (0-79: at least 19 capped trees for the funnel, 51 for rho = 0.99); with
+    # the cap at 5 the rho = 0.99 target reached it in none of the 180 transitions at one offset in 80 (the long sweep)
+    kw = dict(n_warmup=60, n_draws=60, n_chains=3, rng=seed(7), max_depth=4 if exercises == "cap" else 5, **extra)
     with warnings.catch_warnings(record=True) as caught:   # capped trees and divergences are the point here
         warnings.simplefilter("always", SamplerWarning)
         new = mc.sample("nuts", t, **kw)
@@ -610,7 +612,7 @@ def test_iterative_tree_gives_the_recursive_trees_draws(make, extra, exercises, 
         old = mc.sample("nuts", t, **kw)
     if exercises == "divergence":                                         # and both runs report the divergences
         assert sum("divergent" in str(w.message) for w in caught) == 2
-    if exercises == "cap": assert np.any(new.stats.tree_depth == 5)      # 10-84 capped trees over 5 seeds
+    if exercises == "cap": assert np.any(new.stats.tree_depth == 4)
     if exercises == "divergence": assert new.stats.divergent.sum() > 10
     assert np.array_equal(new.draws, old.draws) and np.array_equal(new.step_size, old.step_size)
     for f in ("tree_depth", "n_grad", "divergent", "accept_prob", "energy"):
