@@ -19,10 +19,15 @@ def test_ess_of_ar1_matches_closed_form(phi, seed):
 
 
 def test_bulk_and_tail_ess_of_independent_draws(seed):
-    # for independent draws every ESS is about S; one estimate has a relative sd of ~5% here (see the AR(1) test)
-    x = np.random.default_rng(seed(3)).normal(size=(4, 1000))
+    """For independent draws every ESS is about S. Measured over 3000 sets of 4 x 1000 draws, ESS/S - 1 has mean -0.015
+    (bulk, mean) and -0.038 (tail) and sd 0.044, but a long lower tail (down to -0.30: Geyer's sequence now and then
+    keeps a spurious positive autocorrelation): one set fell beyond 0.2 in 0.13-0.2% of sets, and the long seed sweep
+    met it (offset 73). The mean over 10 independent sets has sd about 0.014, so the bound 0.15 is more than 8 sd away
+    from every bias; a false alarm needs several of the rare low sets in one run."""
+    rng = np.random.default_rng(seed(3))
+    xs = [rng.normal(size=(4, 1000)) for _ in range(10)]
     for f in (ess_bulk, ess_tail, ess_mean):
-        assert abs(f(x) / x.size - 1) < 0.2
+        assert abs(np.mean([f(x) / x.size for x in xs]) - 1) < 0.15, f.__name__
 
 
 def test_mcse_against_replicated_runs(seed):
