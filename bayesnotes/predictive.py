@@ -112,12 +112,16 @@ def ppc_pvalue(T,                 # test statistic: a name in `STATISTICS` or a 
     if ties not in ("mid", "randomised", "upper"):
         raise ValueError(f"ties must be 'mid', 'randomised' or 'upper', got {ties!r}")
     t_obs, t_rep = float(statistic(T, yo)), statistic(T, yr)
+    name = T if isinstance(T, str) else getattr(T, "__name__", "T")
+    if not (np.isfinite(t_obs) and np.all(np.isfinite(t_rep))):
+        bad = "T(y)" if not np.isfinite(t_obs) else f"{np.sum(~np.isfinite(t_rep))} of {t_rep.size} T(y_rep)"
+        raise ValueError(f"the statistic T = {name} is not finite on these data ({bad}), e.g. sd of a single value: "
+                         "choose a statistic defined for data sets of this size")
     above, equal = np.mean(t_rep > t_obs), np.mean(t_rep == t_obs)
     share = {"mid": 0.5, "upper": 1.0}.get(ties)
     if share is None:
         share = as_rng(rng).uniform()
     p = float(above + share * equal)
-    name = T if isinstance(T, str) else getattr(T, "__name__", "T")
     return PPCResult(p, t_obs, t_rep, float(np.sqrt(p * (1 - p) / t_rep.size)), name)
 
 # %% ../nbs/09c_predictive_checks.ipynb #5d1545ca
@@ -168,7 +172,7 @@ def fig_ppp_calibration(cal:dict=None, # output of `ppp_calibration` (None: comp
 class LOOPITResult(NamedTuple):
     "Output of `loo_pit`: one leave-one-out probability integral transform per observation."
     pit: np.ndarray       # (n,) LOO-PIT values P(y~_i < y_i | y_-i) + V_i P(y~_i = y_i | y_-i), V_i ~ U(0, 1) if randomised
-    stderr: np.ndarray    # (n,) Monte Carlo standard errors sqrt(sum_s W_is^2 (h_is - pit_i)^2) (trust them when khat < threshold)
+    stderr: np.ndarray    # (n,) Monte Carlo standard errors sqrt(sum_s W_is^2 (h_is - pit_i)^2 / reff_i) (trust them when khat < threshold)
     khat: np.ndarray      # (n,) PSIS k-hat of each observation's leave-one-out weights
     threshold: float      # k-hat threshold min(1 - 1/log10(S), 0.7)
     randomised: bool      # whether ties were randomised (discrete data)
@@ -179,6 +183,7 @@ def loo_pit(y,                # observed data (n,)
             reff=1.0,         # relative efficiency of the draws, scalar or (n,) (`relative_eff` for MCMC draws)
             randomise=None,   # randomise ties (discrete data); None: if y and y_rep are all integers
             rng=None,         # random generator or seed (SPEC 7; used only for randomised ties)
+            warn:bool=True,   # warn (UserWarning) naming the observations whose k-hat exceeds the threshold
            ) -> LOOPITResult:
     """Leave-one-out PIT values from one posterior sample (Gelfand 1992; Vehtari et al. 2017): each observation's
     predictive CDF under p(theta | y_-i), estimated with PSIS weights 1 / p(y_i | theta_s) applied to y_rep."""
@@ -200,8 +205,16 @@ def loo_pit(y,                # observed data (n,)
     v = as_rng(rng).uniform(size=yo.size) if randomise else np.ones(yo.size)
     h = below + v * equal                                 # randomised: P(<) + V P(=); otherwise P(<=)
     pit = np.clip((W * h).sum(axis=0), 0.0, 1.0)
-    se = np.sqrt((W ** 2 * (h - pit) ** 2).sum(axis=0))
-    return LOOPITResult(pit, se, np.asarray(r.khat), float(r.threshold), bool(randomise))
+    # self-normalised IS variance for independent draws, divided by reff (autocorrelated MCMC draws count for fewer)
+    se = np.sqrt((W ** 2 * (h - pit) ** 2).sum(axis=0) / np.broadcast_to(np.asarray(reff, float), pit.shape))
+    khat = np.asarray(r.khat)
+    bad = np.flatnonzero(~(khat <= r.threshold))          # also catches a NaN k-hat
+    if warn and bad.size:
+        which = ", ".join(map(str, bad[:10])) + (", ..." if bad.size > 10 else "")
+        warnings.warn(f"{bad.size} of {yo.size} observations (indices {which}) have Pareto k-hat above {r.threshold:.2f} "
+                      f"(largest {np.max(khat[bad]):.2f}): their LOO-PIT values and standard errors are unreliable; "
+                      "use more draws or refit without them", UserWarning, stacklevel=2)
+    return LOOPITResult(pit, se, khat, float(r.threshold), bool(randomise))
 
 # %% ../nbs/09c_predictive_checks.ipynb #4d1870fe
 class PITBand(NamedTuple):
@@ -406,6 +419,7 @@ def fig_why_check(y=None,      # counts (n,) (None: `count_data()`)
     p = ppc_pvalue("zeros", y, fit.y_rep)
     a2.hist(p.t_rep, bins=np.arange(p.t_rep.max() + 2) - 0.5, color=COLORS[0], alpha=0.6, label=r"$T(y^{\mathrm{rep}})$")
     a2.axvline(p.t_obs, color=COLORS[1], lw=2, label=r"$T(y)$ observed")
+    a2.set_xlim(min(p.t_obs, p.t_rep.min()) - 1.5, max(p.t_obs, p.t_rep.max()) + 1.5)   # the observed line clear of the frame
     pv = f"< 1/{p.t_rep.size}" if p.pvalue == 0 else f"= {p.pvalue:.3g}"
     a2.set(xlabel="number of zeros $T$", ylabel="replicated data sets", title=f"number of zeros: p {pv}")
     a2.legend(fontsize=8)
@@ -440,6 +454,7 @@ def fig_ppc_stats(y=None,        # observed data (n,) (None: `count_data()`)
 def fig_loo_pit(pits=None,     # dict name -> PIT values (n,) (None: LOO-PIT of the Poisson and negative binomial fits of `count_data()`)
                 level:float=0.95, # simultaneous coverage of the band
                 rng=0,         # random generator or seed (SPEC 7) of the band and the default fits
+                band:PITBand=None, # a band from `pit_band` for PIT values of this size (None: simulated here from rng)
                ):
     "ECDF of PIT values minus the uniform CDF, with a simultaneous band of uniformity, one panel per model."
     r0, r1, r2, r3 = as_rng(rng).spawn(4)
@@ -447,7 +462,7 @@ def fig_loo_pit(pits=None,     # dict name -> PIT values (n,) (None: LOO-PIT of 
         y = count_data()
         pits = {f.name: loo_pit(y, f.y_rep, f.log_lik, rng=r3).pit for f in (poisson_fit(y, rng=r1), negbin_fit(y, rng=r2))}
     fig, axes = new_figure(1, len(pits), width=4.2 * len(pits), height=3.4, squeeze=False, sharey=True)
-    bands = {}
+    bands = {} if band is None else {band.n: band}
     for j, (name, u) in enumerate(pits.items()):
         u = np.asarray(u, float)
         if u.size not in bands:
