@@ -17,10 +17,10 @@ from .plotting import new_figure, COLORS
 
 # %% auto #0
 __all__ = ['PG_A0', 'PG_B0', 'PG_NOBS', 'REG_X', 'SBC_SAMPLERS', 'SBCResult', 'thin_draws', 'SBCWarning', 'sbc_ranks',
-           'RankHistogram', 'rank_histogram', 'ECDFBand', 'ecdf_band', 'ecdf_inside', 'fig_rank_histogram',
-           'fig_ecdf_difference', 'normal_sbc', 'fig_sbc_shapes', 'pg_prior', 'pg_simulate', 'pg_posterior',
-           'pg_target', 'pg_loglik', 'lognormal_metropolis', 'reg_prior', 'reg_simulate', 'reg_posterior', 'reg_target',
-           'run_sbc']
+           'RankHistogram', 'default_n_bins', 'rank_histogram', 'ECDFBand', 'ecdf_band', 'ecdf_inside',
+           'fig_rank_histogram', 'fig_ecdf_difference', 'normal_sbc', 'fig_sbc_shapes', 'pg_prior', 'pg_simulate',
+           'pg_posterior', 'pg_target', 'pg_loglik', 'lognormal_metropolis', 'reg_prior', 'reg_simulate',
+           'reg_posterior', 'reg_target', 'run_sbc']
 
 # %% ../nbs/09b_sbc.ipynb #edc73cff
 class SBCResult(NamedTuple):
@@ -28,14 +28,15 @@ class SBCResult(NamedTuple):
     ranks: np.ndarray      # (R, K) integer ranks in {0, ..., L}, one column per parameter or test quantity
     n_ranks: int           # L, the number of posterior draws each true value is ranked among (ranks take L + 1 values)
     names: list            # K column names
-    min_ess: np.ndarray    # (R,) smallest bulk ESS over the parameters of each replication's draws (inf: declared independent)
+    min_ess: np.ndarray    # (R,) smallest bulk ESS over the parameters (not the test quantities) of each replication's draws (inf: declared independent)
 
 def thin_draws(draws,                  # posterior draws (chain, draw, dim), or (draw, dim) for one chain
                n_ranks:int,            # L, the number of draws to keep
                independent:bool=False, # the draws are independent (exact or importance-resampled): no ESS needed
               ) -> tuple:
     """L draws (L, dim) spread evenly over the pooled chains, and the smallest bulk ESS over the coordinates. Evenly spaced
-    draws of a chain whose ESS is at least L are about one autocorrelation time apart, hence nearly independent."""
+    draws of a chain whose ESS is at least L are about one autocorrelation time apart, hence nearly independent. The ESS is
+    that of the coordinates of `draws` only: test quantities computed from them later are not checked."""
     L = check_count("n_ranks", n_ranks)
     d = check_finite("draws", draws)
     if d.ndim == 2:
@@ -46,6 +47,9 @@ def thin_draws(draws,                  # posterior draws (chain, draw, dim), or 
     if flat.shape[0] < L:
         raise ValueError(f"draws holds {flat.shape[0]} draws in all; at least n_ranks = {L} are needed")
     ess = np.inf
+    if not independent and d.shape[1] < 4:
+        raise ValueError(f"draws: each chain needs at least 4 draws to estimate its ESS, got {d.shape[1]} "
+                         "(pass independent=True for independent draws)")
     if not independent:
         from bayesnotes.diagnostics import ess_bulk
         with warnings.catch_warnings():
@@ -79,7 +83,7 @@ def sbc_ranks(prior_sample:Callable,   # (rng, R) -> (R, d) draws of the paramet
              ) -> SBCResult:
     """Simulation-based calibration (Talts et al. 2018): for each of R replications draw theta~ from the prior and y from the
     model, fit, keep L draws spread evenly over the chains, and rank theta~ (and each test quantity) among them, ties at random.
-    Warns (`SBCWarning`) when a fit's bulk ESS is below L."""
+    Warns (`SBCWarning`) when a fit's bulk ESS is below L; the ESS is that of the parameters only, not of the test quantities."""
     R, L = check_count("n_reps", n_reps, 2), check_count("n_ranks", n_ranks)
     if not all(callable(f) for f in (prior_sample, simulate, fit)):
         raise ValueError("prior_sample, simulate and fit must be callable")
@@ -153,16 +157,31 @@ class RankHistogram(NamedTuple):
     upper: np.ndarray    # (B,) upper end of that interval
     edges: np.ndarray    # (B + 1,) bin b holds the ranks edges[b] <= rank < edges[b + 1]
 
+def default_n_bins(n_reps:int,  # R, number of ranks
+                   n_ranks:int, # L (ranks in 0..L)
+                  ) -> int:
+    """Default number of histogram bins: the largest B <= 20 that divides the L + 1 rank values into bins of equal width
+    with at least 10 expected ranks each (R / B >= 10). When no divisor fits (L + 1 prime, say), the largest B <= 20 whose
+    narrowest bin, floor((L + 1) / B) rank values, still expects 10 ranks; the widths then differ by one and so do the
+    expected counts and bands of the bins. At least 2 bins."""
+    R, n = check_count("n_reps", n_reps, 2), check_count("n_ranks", n_ranks) + 1
+    cap = min(20, n)
+    divs = [b for b in range(2, cap + 1) if n % b == 0 and R / b >= 10]
+    if divs:
+        return max(divs)
+    ok = [b for b in range(2, cap + 1) if R * (n // b) / n >= 10]
+    return max(ok) if ok else 2
+
 def rank_histogram(ranks,              # an `SBCResult`, or integer ranks (R,) or (R, K)
                    n_ranks:int=None,   # L (ranks in 0..L); taken from an SBCResult
-                   n_bins:int=None,    # B bins; default: as many as keep >= 10 expected ranks per bin, at most 20 (and at most L + 1)
+                   n_bins:int=None,    # B bins; default `default_n_bins(R, L)`: equal widths, >= 10 expected ranks per bin, at most 20
                    level:float=0.99,   # coverage of the pointwise binomial band of each bin
                   ) -> RankHistogram:
     """Histogram of SBC ranks in B bins of (nearly) equal width, Pearson's chi-square test of uniformity (a p-value per column)
     and the pointwise Binomial(R, p_b) band. Bin b holds the ranks with floor(B rank / (L + 1)) = b, so p_b = width / (L + 1)."""
     a, L, _ = _as_ranks(ranks, n_ranks)
     R = a.shape[0]
-    B = min(20, max(2, R // 10), L + 1) if n_bins is None else check_count("n_bins", n_bins, 2)
+    B = default_n_bins(R, L) if n_bins is None else check_count("n_bins", n_bins, 2)
     if B > L + 1:
         raise ValueError(f"n_bins = {B} exceeds the L + 1 = {L + 1} possible ranks")
     lev = float(check_probability("level", level))
@@ -235,7 +254,7 @@ def fig_rank_histogram(results,              # an `SBCResult`, or a dict name ->
                        n_bins:int=None,      # bins B (default as in `rank_histogram`)
                        level:float=0.99,     # coverage of the pointwise Binomial(R, 1/B) band (grey)
                       ):
-    "Rank histograms, one panel per parameter, with the pointwise 99% band of Binomial(R, p_b) for each bin."
+    "Rank histograms, one panel per parameter and one row per result (its name on the row's axis label), with the pointwise 99% band of Binomial(R, p_b) for each bin."
     res = _as_results(results)
     K = max(r.ranks.shape[1] for r in res.values())
     fig, axes = new_figure(len(res), K, width=3.2 * K, height=2.4 * len(res), squeeze=False)
@@ -249,9 +268,9 @@ def fig_rank_histogram(results,              # an `SBCResult`, or a dict name ->
             ax.fill_between(np.repeat(e, 2)[1:-1], np.repeat(h.lower, 2), np.repeat(h.upper, 2), color="0.85", lw=0)
             ax.stairs(h.counts[:, k], e, fill=True, color=COLORS[0], alpha=0.7)
             ax.plot(e[[0, -1]], [h.expected.mean()] * 2, "k--", lw=0.8)
-            ax.set_title(f"{title + ': ' if title else ''}{r.names[k]}  (p = {h.pvalue[k]:.2g})", fontsize=9)
+            ax.set_title(f"{r.names[k]}  (p = {h.pvalue[k]:.2g})", fontsize=9)
             ax.set_xlabel("rank"); ax.set_xlim(0, r.n_ranks + 1)
-        axes[i, 0].set_ylabel("count")
+        axes[i, 0].set_ylabel(f"{title}\ncount" if title else "count", fontsize=9)
     return fig
 
 def fig_ecdf_difference(results,          # an `SBCResult`, or a dict name -> SBCResult (one panel each)
