@@ -9,7 +9,7 @@ import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, stats
 from scipy.special import logsumexp
 
 from .utils import (as_rng, batch_logpdf, check_count, check_finite, check_logpdf, check_positive,
@@ -60,25 +60,18 @@ def regression_log_evidence(X,               # design matrix (n, d) (or (n,) for
                            ) -> float:
     "Exact log evidence log N(y | 0, sigma^2 I + tau^2 X X^T) of the conjugate regression."
     X, y, s, t = _regression_args(X, y, sigma, tau)
-    C = s**2 * np.eye(len(y)) + t**2 * X @ X.T
-    L = np.linalg.cholesky(C)
-    z = linalg.solve_triangular(L, y, lower=True)
-    return float(-0.5 * z @ z - np.log(np.diag(L)).sum() - 0.5 * len(y) * math.log(2 * math.pi))
+    return float(stats.multivariate_normal(np.zeros(len(y)), s**2 * np.eye(len(y)) + t**2 * X @ X.T).logpdf(y))
 
 def regression_loo(X,               # design matrix (n, d) (or (n,) for one column)
                    y,               # responses (n,)
                    sigma:float=1.0, # known noise sd
                    tau:float=1.0,   # prior sd of every coefficient
                   ) -> float:
-    "Exact leave-one-out elpd, sum_i log p(y_i | y_-i), of the conjugate regression (each term a Gaussian predictive)."
+    "Exact leave-one-out elpd, sum_i log p(y_i | y_-i), of the conjugate regression, from the inverse of y's marginal covariance."
     X, y, s, t = _regression_args(X, y, sigma, tau)
-    out = 0.0
-    for i in range(len(y)):
-        keep = np.arange(len(y)) != i
-        m, C = regression_posterior(X[keep], y[keep], s, t)
-        v = s**2 + X[i] @ C @ X[i]
-        out += -0.5 * ((y[i] - X[i] @ m) ** 2 / v + math.log(2 * math.pi * v))
-    return out
+    K = linalg.inv(s**2 * np.eye(len(y)) + t**2 * X @ X.T)   # y_i | y_-i ~ N(y_i - (K y)_i / K_ii, 1 / K_ii)
+    d = np.diag(K)
+    return float(np.sum(-0.5 * (K @ y) ** 2 / d + 0.5 * np.log(d) - 0.5 * math.log(2 * math.pi)))
 
 def regression_problem(X,               # design matrix (n, d) (or (n,) for one column)
                        y,               # responses (n,)
@@ -254,7 +247,7 @@ def bayes_factor(log_evidence_1:float,  # log Z_1 of model 1 (the numerator)
 
 # %% ../nbs/09d_model_evidence.ipynb #8881766f
 def fig_prior_sensitivity(taus=None,        # prior scales tau of the exact curves (default 60 values from 0.1 to 1000)
-                          estimates:dict=None, # label -> (taus, log B21, se) of estimates drawn as points with 2 se bars
+                          estimates:dict=None, # label -> (taus, log B21, se) of estimates drawn as points, with 2 se bars unless se is None
                           sigma:float=1.0,  # known noise sd of the worked example
                          ):
     "Exact log Bayes factor of M2 (slope) against M1 (intercept only) and the exact LOO difference, against the prior scale tau."
@@ -267,7 +260,10 @@ def fig_prior_sensitivity(taus=None,        # prior scales tau of the exact curv
     ax.plot(t, dloo, color=COLORS[2], ls="--", label="LOO difference $\\Delta\\mathrm{elpd}_{21}$ (exact)")
     ax.axhline(0.0, color="grey", lw=0.8)
     for k, (label, (ts, v, se)) in enumerate((estimates or {}).items()):
-        ax.errorbar(ts, v, yerr=2 * np.asarray(se), fmt="o", ms=4, capsize=2, color=COLORS[1 + 2 * k], label=label)
+        if se is None:
+            ax.plot(ts, v, "s", ms=4, color=COLORS[1 + 2 * k], label=label)
+        else:
+            ax.errorbar(ts, v, yerr=2 * np.asarray(se), fmt="o", ms=4, capsize=2, color=COLORS[1 + 2 * k], label=label)
     ax.set_xscale("log")
     ax.set_xlabel("prior sd $\\tau$ of the coefficients")
     ax.set_ylabel("model 2 (slope) vs model 1 (intercept)")

@@ -29,11 +29,16 @@ def _poisson_gamma(a0=1.0, b0=1.0, y=(0.0, 1.0, 0.0)):
 
 
 def test_exact_evidence_against_an_independent_reference():
-    "The closed form (a Cholesky of the n x n marginal covariance) against scipy's multivariate normal and 1-d quadrature."
-    for X, tau in ((X1, 1.0), (X2, 0.5), (X2, 30.0)):
-        C = np.eye(len(Y)) + tau**2 * X @ X.T
-        ref = stats.multivariate_normal(np.zeros(len(Y)), C).logpdf(Y)
-        assert regression_log_evidence(X, Y, 1.0, tau) == pytest.approx(ref, abs=1e-9)
+    """The n-dimensional Gaussian density (scipy's, in the module) against the d x d form of the same density (matrix
+    determinant lemma and Woodbury identity: det C = s^(2n) det(I + t^2 X'X / s^2), y'C^-1 y = (y'y - y'X A^-1 X'y) / s^2
+    with A = X'X + (s/t)^2 I) and against 1-d quadrature."""
+    for X, s, tau in ((X1, 1.0, 1.0), (X2, 1.0, 0.5), (X2, 0.7, 30.0)):
+        n, d = X.shape
+        A = X.T @ X + (s / tau) ** 2 * np.eye(d)
+        quad_form = (Y @ Y - Y @ X @ np.linalg.solve(A, X.T @ Y)) / s**2
+        logdet = 2 * n * math.log(s) + np.linalg.slogdet(np.eye(d) + tau**2 * X.T @ X / s**2)[1]
+        ref = -0.5 * (quad_form + logdet + n * math.log(2 * math.pi))
+        assert regression_log_evidence(X, Y, s, tau) == pytest.approx(ref, abs=1e-9)
     P = regression_problem(X1, Y, 1.0, 2.0)
     grid = np.linspace(-8, 8, 20001)[:, None]
     lp = P.log_prior(grid) + P.log_lik(grid)
@@ -44,10 +49,17 @@ def test_exact_evidence_against_an_independent_reference():
 
 
 def test_exact_loo_against_refits():
-    "Exact LOO is the sum of Gaussian predictive log densities, each computed here from the n - 1 marginal likelihoods."
-    ref = sum(regression_log_evidence(X2, Y, 1.0, 3.0) - regression_log_evidence(np.delete(X2, i, 0), np.delete(Y, i), 1.0, 3.0)
-              for i in range(len(Y)))
-    assert regression_loo(X2, Y, 1.0, 3.0) == pytest.approx(ref, abs=1e-9)
+    """Exact LOO (one inverse of the marginal covariance) against refits: log p(y_i | y_-i) as the difference of the n- and
+    (n - 1)-point log evidences, and as the posterior predictive of the model fitted without point i."""
+    for X, s, tau in ((X2, 1.0, 3.0), (X1, 0.8, 0.1), (X2, 1.3, 0.2)):
+        ref = sum(regression_log_evidence(X, Y, s, tau) - regression_log_evidence(np.delete(X, i, 0), np.delete(Y, i), s, tau)
+                  for i in range(len(Y)))
+        refit = 0.0
+        for i in range(len(Y)):
+            m, C = regression_posterior(np.delete(X, i, 0), np.delete(Y, i), s, tau)
+            refit += stats.norm(X[i] @ m, math.sqrt(s**2 + X[i] @ C @ X[i])).logpdf(Y[i])
+        assert regression_loo(X, Y, s, tau) == pytest.approx(ref, abs=1e-9)
+        assert regression_loo(X, Y, s, tau) == pytest.approx(refit, abs=1e-9)
 
 
 def test_proposal_equal_to_the_posterior_is_exact(seed):
@@ -59,13 +71,15 @@ def test_proposal_equal_to_the_posterior_is_exact(seed):
 
 
 def test_bridge_matches_exact_on_exact_draws(seed):
-    "iid posterior draws of the regression: |z| < 4 fails with probability 6e-5 when z is standard normal."
+    """iid posterior draws of the regression: |z| < 4 fails with probability 6e-5 when z is standard normal. Measured
+    (300 replications of each case, seeds outside the sweep): mean(z) within 0.02 of 0 and sd(z) 1.00, 1.05 and 1.02;
+    at sd 1.2, the 99.9% upper confidence bound of the largest, |z| < 4 fails with probability 9e-4 per case."""
     for k, (X, tau) in enumerate(((X1, 1.0), (X2, 1.0), (X2, 100.0))):
         P = regression_problem(X, Y, 1.0, tau)
         g = np.random.default_rng(np.random.SeedSequence([seed(10), k]))
         r = bridge_sampling(P.target, g.multivariate_normal(P.mean, P.cov, size=2000), rng=np.random.SeedSequence([seed(20), k]), independent=True)
         z = (r.log_evidence - P.log_evidence) / r.log_evidence_stderr
-        assert abs(z) < 4, (tau, z)        # three comparisons: false alarm at most 2e-4
+        assert abs(z) < 4, (tau, z)        # three comparisons: false alarm 2e-4 at sd(z) = 1, 3e-3 at sd(z) = 1.2
         assert r.log_evidence_stderr < 0.05
 
 
@@ -74,7 +88,9 @@ def test_error_estimate_is_calibrated_on_a_skewed_posterior(seed):
     the z-scores (estimate - exact) / estimated se have sd in [0.7, 1.4] and |mean| < 0.4. For standard normal z the sd
     leaves [0.7, 1.4] with probability 5e-6 (chi-square, 99 df) and the mean exceeds 4 / sqrt(100) with probability
     6e-5: total false alarm below 1e-4. The tolerance on the sd accepts an error estimate that is off by up to 30-40%:
-    the Fruehwirth-Schnatter formula is a first-order (delta method) approximation."""
+    the Fruehwirth-Schnatter formula is a first-order (delta method) approximation. This is the test's power limit, not
+    the error's measured accuracy: the single-run bounds of the other tests quote their false alarm both at sd(z) = 1
+    and at the sd measured for their own setting (1.00 to 1.05)."""
     logp, logz, draw = _poisson_gamma()
     g = np.random.default_rng(seed(30))
     z = []
@@ -87,7 +103,9 @@ def test_error_estimate_is_calibrated_on_a_skewed_posterior(seed):
 
 def test_bridge_on_nuts_draws(seed):
     """NUTS draws (2 chains of 1000): the error counts the autocorrelation through the ESS. |z| < 4.5 fails with
-    probability 7e-6 for a standard normal z (a looser bound than for exact draws: the ESS is itself estimated)."""
+    probability 7e-6 for a standard normal z (a looser bound than for exact draws: the ESS is itself estimated).
+    Measured over 60 replications of this run: mean(z) 0.04, sd(z) 1.01; at sd 1.38, the 99.9% upper confidence
+    bound of the sd, the false alarm is 1.1e-3."""
     from bayesnotes.mcmc import sample
     P = regression_problem(X2, Y, 1.0, 10.0)
     draws = sample("nuts", P.target, n_chains=2, n_warmup=300, n_draws=1000, rng=seed(40)).draws
