@@ -23,7 +23,7 @@ from .utils import as_rng, int_seed
 KINDS = ("derive", "implement", "experiment", "explain")
 # chapter prefix of an exercise id -> the module that holds that chapter's checkers (imported on first use)
 CHAPTERS = {"demo": "exercises", "vi": "checks_vi", "ep": "checks_ep", "mc": "checks_mc", "mcmc": "checks_mcmc", "smc": "checks_smc",
-            "decision": "checks_decision", "bnn": "checks_bnn", "vae": "checks_vae"}
+            "decision": "checks_decision", "bnn": "checks_bnn", "vae": "checks_vae", "workflow": "checks_workflow"}
 _REGISTRY: dict = {}
 
 # %% auto #0

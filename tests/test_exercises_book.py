@@ -13,7 +13,7 @@ from bayesnotes.exercises import CHAPTERS, exercises
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / "nbs"
 MAIN = {"vi": "01_vi", "ep": "02_ep", "mc": "03_montecarlo", "mcmc": "04_mcmc", "smc": "05_smc",
-        "decision": "06_decision", "bnn": "07_bnn", "vae": "08_vae"}
+        "decision": "06_decision", "bnn": "07_bnn", "vae": "08_vae", "workflow": "09_workflow"}
 
 
 def _cells(path):
