@@ -134,7 +134,13 @@ def test_psis_of_a_wide_matrix_in_blocks(seed):
     r = psis(lw, reff=0.1)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert np.all(r.tail_length == 600)
+    # M = 600 in every column, except where the largest log weight exceeds the 601st by more than -log(tiny) = 708 (a t(3)
+    # draw of several hundred: seen once in 87 seed offsets): the others underflow to zero weight after the shift, and the
+    # tail is the weights left above the floor, as in ArviZ's psislw (its cutoffmin)
+    d = lw - lw.max(axis=0)
+    floor = np.log(np.finfo(float).tiny)
+    expected = np.where(np.sort(d, axis=0)[-601] > floor, 600, (d > floor).sum(axis=0))
+    assert np.all(r.tail_length == expected) and np.mean(expected == 600) > 0.99
     assert peak - r.log_weights.nbytes < 12 * S * 256 * 8, peak / 1e6
     for j in (0, 7, 255, 256, 511, 1024, n - 1):               # both sides of block edges, and the last column
         rj = psis(lw[:, j], reff=0.1)
@@ -147,7 +153,7 @@ def test_psis_of_a_wide_matrix_in_blocks(seed):
     finally:
         wf._PSIS_BLOCK = block
     assert np.allclose(r1.log_weights, r.log_weights[:, :600], rtol=0, atol=1e-12)
-    assert np.allclose(r1.khat, r.khat[:600], rtol=1e-12) and np.allclose(r1.sigma, r.sigma[:600], rtol=1e-12)
+    assert np.allclose(r1.khat, r.khat[:600], rtol=1e-12) and np.allclose(r1.sigma, r.sigma[:600], rtol=1e-12, equal_nan=True)
 
 
 def test_loglik_minus_inf_is_refused_by_name():
