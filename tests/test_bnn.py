@@ -1,6 +1,7 @@
 """Tests for bayesnotes.bnn: gradients against finite differences, exact results for models that are linear in
 their weights (where Laplace, anchored ensembles and mean-field VI have closed-form answers), the uncertainty
 behaviour of every method on the toy problem, metrics against scipy, and input validation."""
+import copy
 import numpy as np
 import pytest
 from scipy import stats
@@ -104,7 +105,11 @@ def linear_problem(seed):
 def test_laplace_exact_for_linear_model(linear_problem, seed):
     X, y, kw, (m, S, _) = linear_problem
     fit = fit_map(X, y, rng=seed(0), n_iter=2000, lr=5e-2, **kw)
-    assert np.allclose(fit.params, m, atol=1e-4)                       # MAP = posterior mean
+    # MAP = posterior mean. Adam at a constant step reaches it to rounding at most seeds (490 of 500 offsets within 1e-6)
+    # but can settle into a small limit cycle around it: errors above 1e-3 at 4 of 500 offsets, the largest 4.0e-3
+    # (posterior sds of the weights ~0.08). The bound 1e-2 holds with that margin; the Laplace checks use the exact mode.
+    assert np.allclose(fit.params, m, atol=1e-2)
+    fit = copy.copy(fit); fit.params = np.array(m)                     # the Laplace checks below start from the exact mode
     Xq = np.array([[0., 0.], [3., -2.], [-1., 4.]]); Pq = np.column_stack([Xq, np.ones(3)])
     exact_sd = np.sqrt(np.einsum("ij,jk,ik->i", Pq, S, Pq) + 0.4 ** 2)
     for lap in (laplace_ggn(X, y, fit=fit), laplace_last_layer(X, y, fit=fit)):
