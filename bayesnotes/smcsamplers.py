@@ -4,6 +4,7 @@
 
 # %% ../nbs/05d_smc_samplers.ipynb #2000703c
 from __future__ import annotations
+import functools
 import itertools
 import warnings
 from typing import Callable, NamedTuple, Optional
@@ -12,7 +13,8 @@ import numpy as np
 from scipy import linalg, special, stats
 
 from .utils import (as_rng, batch_logpdf, check_count, check_logpdf, check_positive, check_probability,
-                              check_sampler_args, check_shape, prior_particles, shares_parameters, spawn_rng, track)
+                              check_sampler_args, check_shape, int_seed, prior_particles, shares_parameters, spawn_rng,
+                              track)
 from .core import log_normalize
 from .plotting import new_figure, COLORS
 from .ais import in_support, rw_chains, rw_factor
@@ -22,14 +24,45 @@ from .smc import (GaussianSSM, TemperedResult, ar1_pmmh_example, gaussian_ibis_e
 # %% auto #0
 __all__ = ['waste_free_smc', 'gaussian_tempering_example', 'GridReference', 'grid_reference', 'SamplerRuns',
            'waste_free_comparison', 'fig_waste_free', 'ABCResult', 'smc_abc', 'gaussian_abc_example',
-           'gaussian_abc_posterior', 'fig_abc', 'StationaryAR1', 'SMC2Result', 'smc2', 'ar1_smc2_example', 'ar1_exact',
-           'fig_smc2']
+           'gaussian_abc_posterior', 'fig_abc', 'StationaryAR1', 'SMC2Result', 'smc2', 'ar1_smc2_example', 'ar1_pmmh',
+           'ar1_exact', 'fig_smc2']
 
 # %% ../nbs/05d_smc_samplers.ipynb #ba0c47f6
 def _rw_factor_scaled(x, W, scale):
     "Proposal factor h L of the random-walk move of AIS and tempered SMC (`ais.rw_factor`), for proposals x + (h L) z."
     h, L = rw_factor(x, W, scale)
     return h * L
+
+def _stream(rng, # the seed of a figure or comparison: an int, a SeedSequence, a Generator or None
+            k:int): # which derived stream, >= 0
+    "Stream k of `rng`: SeedSequence([rng, k]) for an int seed (neighbouring seeds share no stream), child k of a SeedSequence, else `spawn_rng`."
+    seed = int_seed(rng)
+    if seed is not None:
+        return np.random.SeedSequence([seed, k])
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.SeedSequence(rng.entropy, spawn_key=tuple(rng.spawn_key) + (k,))
+    return spawn_rng(rng, k)
+
+def _p_by_keyword(f):
+    """`waste_free_smc` with its old positional order (N, P, rng) kept for one release: P (and rng) given by position
+    after N still work, with a DeprecationWarning; P is keyword-only, so that the fifth argument is not mistaken for a seed."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        if len(args) > 4:
+            old = args[4:]
+            if len(old) > 2:
+                raise TypeError(f"waste_free_smc() takes 4 positional arguments and P=, rng= by keyword; got {len(args)}")
+            names = ("P", "rng")[:len(old)]
+            for n in names:
+                if n in kwargs:
+                    raise TypeError(f"waste_free_smc() got {n!r} by position and by keyword: pass {n}= only")
+            warnings.warn(f"waste_free_smc: pass P= and rng= by keyword (got {' and '.join(names)} by position, the old "
+                          "order waste_free_smc(log_prior, log_lik, prior_sample, N, P, rng)); positional P will be "
+                          "refused in the next release", DeprecationWarning, stacklevel=2)
+            kwargs.update(zip(names, old))
+            args = args[:4]
+        return f(*args, **kwargs)
+    return wrapper
 
 def _prior_cloud(prior_sample, log_prior, rng, N, log_lik=None):
     "N draws from the prior and their log prior, refusing draws outside the prior's support (log prior -inf)."
@@ -39,12 +72,14 @@ def _prior_cloud(prior_sample, log_prior, rng, N, log_lik=None):
         raise ValueError("prior_sample drew points where log_prior is -inf")
     return x, lp
 
+@_p_by_keyword
 @shares_parameters(tempered_smc, ("ess_target", "resampling", "scale", "progress"))
 def waste_free_smc(log_prior:Callable,    # log prior: a `Target` (one point (d,), as NUTS takes it) or vectorised (N, d) -> (N,)
                    log_lik:Callable,      # log likelihood: a `Target` or vectorised (N, d) -> (N,)
                    prior_sample:Callable, # (rng, N) -> (N, d) draws from the prior
                    N:int,                 # number of particles N = M P (all states of the M chains)
-                   P:int=10,              # chain length: M = N / P particles are resampled and each makes P - 1 moves
+                   *,
+                   P:int=10,              # chain length (keyword-only): M = N / P particles are resampled and each makes P - 1 moves
                    rng=None,              # random generator or seed (SPEC 7)
                    **shared,              # the tempering, resampling and proposal settings, as in `tempered_smc`
                   ) -> TemperedResult:
@@ -124,13 +159,13 @@ def waste_free_comparison(n_rep:int=40, # independent runs per configuration
     "Runs of waste-free SMC (P = 50 and 10) and standard tempered SMC (k = 1, 5, 20 moves) at the budget N per move, on the Gaussian example."
     n_rep, N = check_count("n_rep", n_rep, 2), check_count("N", N, 100)
     lp, ll, ps = gaussian_tempering_example()
-    configs = [(f"waste-free\nM={N // 50}, P=50", lambda r: waste_free_smc(lp, ll, ps, N, 50, r), N, N // 50 * 49),
-               (f"waste-free\nM={N // 10}, P=10", lambda r: waste_free_smc(lp, ll, ps, N, 10, r), N, N // 10 * 9)]
+    configs = [(f"waste-free\nM={N // 50}, P=50", lambda r: waste_free_smc(lp, ll, ps, N, P=50, rng=r), N, N // 50 * 49),
+               (f"waste-free\nM={N // 10}, P=10", lambda r: waste_free_smc(lp, ll, ps, N, P=10, rng=r), N, N // 10 * 9)]
     configs += [(f"standard\nN={N // k}, k={k}", (lambda k: lambda r: tempered_smc(lp, ll, ps, N // k, r, n_mcmc=k))(k),
                  N // k, N // k * k) for k in (1, 5, 20)]
     out = []
     for i, (name, run, n0, per_move) in enumerate(configs):
-        rng_i = as_rng(spawn_rng(rng, i + 1))
+        rng_i = as_rng(_stream(rng, i + 1))
         res = [run(rng_i) for _ in range(n_rep)]
         out.append(SamplerRuns(name, np.array([r.log_evidence for r in res]),
                                np.array([r.weights @ r.particles for r in res]),
@@ -150,7 +185,7 @@ def fig_waste_free(runs=None,     # output of `waste_free_comparison` (None: com
     runs = waste_free_comparison(n_rep, rng=rng) if runs is None else runs
     ref = _gaussian_reference()
     lp, ll, ps = gaussian_tempering_example()
-    res = waste_free_smc(lp, ll, ps, 1000, 50, spawn_rng(rng, 10))
+    res = waste_free_smc(lp, ll, ps, 1000, P=50, rng=_stream(rng, 10))
     fig, axes = new_figure(1, 3, width=14, height=3.8, gridspec_kw={"width_ratios": [1, 1.3, 1.3]})
     chains = res.particles.reshape(50, 20, 2)                 # (state p, chain m, coordinate)
     for m in range(20):
@@ -179,7 +214,7 @@ class ABCResult(NamedTuple):
     distances: np.ndarray     # (N,) distance of each particle's simulated summary to the observed one
     log_evidence: float       # estimate of log P(d(s, s_obs) < eps_T) under the prior predictive
     tolerances: np.ndarray    # schedule eps_0 > eps_1 > ... > eps_T
-    ess: np.ndarray           # ESS (the number of surviving particles) after each reweighting
+    ess: np.ndarray           # ESS (the number of surviving particles) after each reweighting (below alive N after ties)
     acceptance: np.ndarray    # Metropolis acceptance of each move (n_mcmc steps)
     reached_eps_min: bool     # False if max_steps ran out first: the particles then target the ABC posterior of tolerances[-1]
 
@@ -234,7 +269,12 @@ def smc_abc(simulate:Callable,     # (rng, theta (N, d)) -> (N, k) summaries of 
             acceptance.append(n_acc / (N * shared["n_mcmc"]) if shared["n_mcmc"] else np.nan)
         # the next tolerance keeps the ceil(alive N) closest particles (and any duplicate tied with the last of them)
         k = int(np.ceil(alive * N))
-        eps.append(min(eps[-1], max(eps_min, float(np.partition(dist, k - 1)[k - 1]) * (1 + 1e-12))))
+        d_k = float(np.partition(dist, k - 1)[k - 1])
+        nxt = max(eps_min, d_k * (1 + 1e-12))
+        if nxt >= eps[-1]:   # d_k ties with the last tolerance (a discrete summary): take the next smaller distance,
+            below = dist[dist < d_k]          # keeping fewer than alive N particles, or eps_min if there is none
+            nxt = max(eps_min, float(below.max()) * (1 + 1e-12)) if below.size else eps_min
+        eps.append(nxt)
         keep = dist < eps[-1]
         if not keep.any():
             raise ValueError(f"smc_abc step t={t}: no particle is within eps={eps[-1]:.3g} of s_obs")
@@ -292,7 +332,7 @@ def fig_abc(tolerances=(1.0, 0.3, 0.1, 0.02), # final tolerances of the runs sho
     grid = np.linspace(-1, 3, 801)
     fig, axes = new_figure(1, 2, width=12, height=3.8, gridspec_kw={"width_ratios": [1.6, 1]})
     for i, eps in enumerate(tolerances):
-        r = smc_abc(simulate, s_obs, log_prior, prior_sample, N, eps, rng=spawn_rng(rng, i + 1), n_mcmc=3)
+        r = smc_abc(simulate, s_obs, log_prior, prior_sample, N, eps, rng=_stream(rng, i + 1), n_mcmc=3)
         axes[0].hist(r.particles[:, 0], bins=50, weights=r.weights, density=True, range=(-1, 3), color=COLORS[i],
                      alpha=0.35, label=rf"SMC-ABC, $\epsilon$ = {eps:g}")
         axes[0].plot(grid, gaussian_abc_posterior(s_obs, eps, grid), color=COLORS[i], lw=1.5)
@@ -426,6 +466,8 @@ def smc2(ssm_of:Callable,       # theta_rows (n, d) -> StateSpaceModel whose par
                 prop = theta + rng.standard_normal(theta.shape) @ L.T
                 lp_p = check_logpdf(log_prior(prop), N, "log_prior")
                 idx = np.flatnonzero(lp_p > -np.inf)      # proposals outside the prior are rejected without a filter
+                if idx.size == 0:                         # all of them: nothing to run, every particle stays
+                    continue
                 new = _fresh_filters(rng, ssm_of, prop[idx], y[:t], Nx)
                 cost += len(idx) * Nx * t
                 ok = np.log(rng.random(len(idx))) < lp_p[idx] + new.log_Z - lp[idx] - filt.log_Z[idx]
@@ -462,6 +504,14 @@ def ar1_smc2_example(T:int=30,      # number of observations
     def prior_sample(rng, N): return rng.uniform(-1, 1, (N, 1))
     return y, StationaryAR1, log_prior, prior_sample
 
+_PMMH_AR1 = dict(N=80, step_size=0.3, n_warmup=30, n_draws=500)   # the settings of the SMC chapter's PMMH figure
+
+def ar1_pmmh(rng=0): # random seed
+    "PMMH on the AR(1) example with the settings of the SMC chapter's figure (two chains): the result and its cost in inner-particle propagations."
+    y, _, make_model, log_prior = ar1_pmmh_example()
+    pm = pmmh(make_model, log_prior, x0=[[0.1], [0.9]], rng=rng, **_PMMH_AR1)
+    return pm, int(pm.draws.shape[0] * (_PMMH_AR1["n_warmup"] + _PMMH_AR1["n_draws"] + 1) * _PMMH_AR1["N"] * len(y))
+
 def ar1_exact(y,                # observations (T,) or (T, 1)
               grid=None):       # values of rho in (-1, 1), increasing (default: 999 points)
     "Exact posterior density of rho on a grid and the exact log evidence, from Kalman likelihoods and the trapezoid rule."
@@ -477,16 +527,14 @@ def fig_smc2(runs=None,       # SMC2Result runs of the example (None: run `smc2`
              N:int=500,       # theta-particles
              N_x:int=100,     # particles per inner filter
              n_rep:int=4,     # runs of SMC^2 for the log evidence panel
-             rng=0):          # random seed
+             rng=0,           # random seed
+             pm=None):        # output (result, cost) of `ar1_pmmh` (None: run it with a stream of rng)
     "SMC² on the AR(1) example: posterior of rho against PMMH and the exact posterior, ESS with moves, and log evidence estimates."
     y, ssm_of, log_prior, prior_sample = ar1_smc2_example()
     grid, post, log_Z = ar1_exact(y)
-    runs = runs if runs is not None else [smc2(ssm_of, log_prior, prior_sample, y, N, N_x, rng=spawn_rng(rng, s), n_mcmc=5)
+    runs = runs if runs is not None else [smc2(ssm_of, log_prior, prior_sample, y, N, N_x, rng=_stream(rng, s), n_mcmc=5)
                                           for s in range(n_rep)]
-    _, _, make_model, log_prior_1 = ar1_pmmh_example()
-    pm = pmmh(make_model, log_prior_1, x0=[[0.1], [0.9]], N=80, rng=spawn_rng(rng, 100), step_size=0.3, n_warmup=30,
-              n_draws=250)
-    pm_cost = pm.draws.shape[0] * (30 + 250 + 1) * 80 * len(y)
+    pm, pm_cost = ar1_pmmh(rng=_stream(rng, 100)) if pm is None else pm
     fig, axes = new_figure(1, 3, width=14, height=3.8)
     r = runs[0]
     axes[0].hist(r.particles[:, 0], bins=30, weights=r.weights, density=True, range=(-0.2, 1), color=COLORS[0],

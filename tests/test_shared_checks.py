@@ -75,7 +75,7 @@ def _runs(n_mcmc, scale, s):
         "tempered_smc": lambda: tempered_smc(log_prior, log_lik, prior_sample, 50, s, n_mcmc=n_mcmc, scale=scale).log_evidence,
         "ibis": lambda: ibis(log_prior, log_lik_batch, prior_sample, np.array([0.3, -0.2, 0.5]), 50, s,
                              n_mcmc=n_mcmc, scale=scale).log_evidence,
-        "waste_free_smc": lambda: waste_free_smc(log_prior, log_lik, prior_sample, 50, 5, s, scale=scale).log_evidence,
+        "waste_free_smc": lambda: waste_free_smc(log_prior, log_lik, prior_sample, 50, P=5, rng=s, scale=scale).log_evidence,
         "smc_abc": lambda: smc_abc(simulate, s_obs, lp_abc, ps_abc, 50, 0.5, s, max_steps=3, n_mcmc=n_mcmc,
                                    scale=scale).log_evidence,
         "smc2": lambda: smc2(ssm_of, lp_ar, ps_ar, y, 20, 10, s, n_mcmc=n_mcmc, scale=scale).log_evidence,

@@ -40,7 +40,7 @@ def test_waste_free_conjugate_gaussian(seed):
     "Log evidence, posterior means and variances of repeated waste-free runs against the closed forms."
     (lp, ll, ps), logZ, pm, pv = _conjugate_problem(np.random.default_rng(seed(1)))
     R, N, P = 20, 1000, 20
-    runs = [waste_free_smc(lp, ll, ps, N, P, rng=seed(100 + s)) for s in range(R)]
+    runs = [waste_free_smc(lp, ll, ps, N, P=P, rng=seed(100 + s)) for s in range(R)]
     le = np.array([r.log_evidence for r in runs])
     m = np.array([r.weights @ r.particles for r in runs])
     v = np.array([r.weights @ (r.particles - r.weights @ r.particles) ** 2 for r in runs])
@@ -60,7 +60,7 @@ def test_waste_free_conjugate_gaussian(seed):
 def test_waste_free_keeps_every_chain_state(seed):
     "Rows p M + m of the final cloud are state p of chain m: consecutive states differ only by accepted moves."
     (lp, ll, ps), *_ = _conjugate_problem(np.random.default_rng(seed(2)))
-    r = waste_free_smc(lp, ll, ps, 600, 30, rng=seed(3))
+    r = waste_free_smc(lp, ll, ps, 600, P=30, rng=seed(3))
     chains = r.particles.reshape(30, 20, 2)
     moved = np.any(chains[1:] != chains[:-1], axis=2)            # (29 steps, 20 chains)
     # the fraction of moved states is the acceptance of the last move, recorded by the sampler
@@ -78,19 +78,40 @@ def test_waste_free_bad_inputs():
     lp = lambda th: -0.5 * th[:, 0] ** 2
     ps = lambda rng, N: rng.standard_normal((N, 1))
     with pytest.raises(ValueError, match="P"):
-        waste_free_smc(lp, lp, ps, 100, 30)
+        waste_free_smc(lp, lp, ps, 100, P=30)
     with pytest.raises(ValueError, match="P"):
-        waste_free_smc(lp, lp, ps, 100, 1)
+        waste_free_smc(lp, lp, ps, 100, P=1)
     with pytest.raises(ValueError, match="N"):
-        waste_free_smc(lp, lp, ps, 1, 1)
+        waste_free_smc(lp, lp, ps, 1, P=1)
     with pytest.raises(ValueError, match="ess_target"):
-        waste_free_smc(lp, lp, ps, 100, 10, ess_target=1.5)
+        waste_free_smc(lp, lp, ps, 100, P=10, ess_target=1.5)
     with pytest.raises(ValueError, match="log_lik"):
-        waste_free_smc(lp, None, ps, 100, 10)
+        waste_free_smc(lp, None, ps, 100, P=10)
     with pytest.raises(ValueError, match="resampling"):
-        waste_free_smc(lp, lp, ps, 100, 10, resampling="nope")
+        waste_free_smc(lp, lp, ps, 100, P=10, resampling="nope")
     with pytest.raises(ValueError, match="log_lik"):
-        waste_free_smc(lp, lambda th: np.full(len(th), np.nan), ps, 100, 10)
+        waste_free_smc(lp, lambda th: np.full(len(th), np.nan), ps, 100, P=10)
+
+
+
+def test_waste_free_p_is_keyword_only_with_the_old_order_deprecated(seed):
+    """Review 05d item 10: P used to be the fifth positional argument, where tempered_smc takes rng, so a call written
+    for tempered_smc set P to the seed. P is now keyword-only; the old positional P (and rng) still work for one
+    release, with a DeprecationWarning, and give the same run."""
+    (lp, ll, ps), *_ = _conjugate_problem(np.random.default_rng(seed(40)))
+    assert inspect.signature(waste_free_smc).parameters["P"].kind is inspect.Parameter.KEYWORD_ONLY
+    want = waste_free_smc(lp, ll, ps, 200, P=20, rng=seed(41))
+    with pytest.warns(DeprecationWarning, match="P= and rng= by keyword"):
+        got = waste_free_smc(lp, ll, ps, 200, 20, seed(41))
+    assert got.log_evidence == want.log_evidence and np.array_equal(got.particles, want.particles)
+    with pytest.warns(DeprecationWarning, match="P"):
+        got = waste_free_smc(lp, ll, ps, 200, 20, rng=seed(41))
+    assert got.log_evidence == want.log_evidence
+    with pytest.raises(TypeError, match="P"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        waste_free_smc(lp, ll, ps, 200, 20, P=20)
+    with pytest.raises(TypeError, match="positional"):
+        waste_free_smc(lp, ll, ps, 200, 20, 0, 1)
 
 
 def test_grid_reference_gaussian():
@@ -203,6 +224,28 @@ def test_smc_abc_reports_a_tolerance_it_did_not_reach(seed):
     assert r.reached_eps_min and r.tolerances[-1] == 0.3
 
 
+
+def test_smc_abc_lowers_a_tied_tolerance(seed):
+    """Review 05d item 6: with a discrete summary the quantile of the distances ties with the last tolerance, and the
+    schedule used to repeat it (3, 2, 1, 1, 1, ... until max_steps). Now it takes the next smaller distance and reaches
+    eps_min. Poisson(theta) counts, s_obs = 5, prior Exp(mean 5): at eps_min = 0.5 the ABC posterior is the exact
+    posterior Ga(6, rate 1.2), mean 5 (sd 2.04)."""
+    sim = lambda rng, th: rng.poisson(th[:, :1]).astype(float)
+    lp = lambda th: np.where(th[:, 0] > 0, stats.expon.logpdf(th[:, 0], scale=5), -np.inf)
+    ps = lambda rng, N: rng.exponential(5, (N, 1))
+    R, means = 10, []
+    for s in range(R):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)          # no "max_steps ran out" warning
+            r = smc_abc(sim, [5.0], lp, ps, 1000, 0.5, rng=seed(60 + s), max_steps=20)
+        assert r.reached_eps_min and r.tolerances[-1] == 0.5 and np.all(np.diff(r.tolerances) < 0)
+        assert np.all(r.distances[r.weights > 0] == 0)
+        means.append(r.weights @ r.particles[:, 0])
+    means = np.asarray(means)
+    # 10 runs (sd of one run's mean about 0.13 over 20 runs): t_9 bound at false alarm 1e-6
+    assert abs(means.mean() - 5.0) < t_bound(R, 1e-6) * means.std(ddof=1) / np.sqrt(R)
+
+
 def test_smc_abc_bad_inputs():
     s_obs, simulate, log_prior, prior_sample = gaussian_abc_example()
     with pytest.raises(ValueError, match="eps_min"):
@@ -310,6 +353,19 @@ def test_smc2_doubles_n_x(seed):
     assert abs(r.log_evidence - logZ) < 1.0
 
 
+
+def test_smc2_survives_a_move_with_every_proposal_outside_the_prior(seed):
+    """Review 05d item 7: when every PMMH proposal of a step fell outside the prior, the empty set of proposals reached
+    StationaryAR1 and raised IndexError. With a huge proposal scale every proposal leaves (-0.9, 0.9): all are rejected
+    and the particles stay."""
+    y = np.array([0.1, 0.3, -0.2, 0.5])
+    lp = lambda th: np.where(np.abs(th[:, 0]) < 0.9, 0.0, -np.inf)
+    ps = lambda rng, n: rng.uniform(-0.9, 0.9, (n, 1))
+    r = smc2(StationaryAR1, lp, ps, y, 5, 4, rng=seed(70), n_mcmc=2, scale=1e12, ess_threshold=1.0)
+    assert len(r.move_steps) >= 1 and np.all(r.acceptance == 0) and np.isfinite(r.log_evidence)
+    assert r.cost == 5 * 4 * len(y)          # no fresh filter was run
+
+
 def test_smc2_bad_inputs():
     y, ssm_of, log_prior, prior_sample = ar1_smc2_example(T=5)
     with pytest.raises(ValueError, match="N_x"):
@@ -351,12 +407,12 @@ def test_smc_samplers_take_targets(seed):
     ll = lambda th: -2.0 * np.sum((th - 1.0) ** 2, axis=1)
     ps = lambda rng, N: rng.standard_normal((N, 2))
     lp_t, ll_t = Target(lambda x: -0.5 * anp.sum(x ** 2), 2), Target(lambda x: -2.0 * anp.sum((x - 1.0) ** 2), 2)
-    a = waste_free_smc(lp, ll, ps, 200, 10, rng=seed(30))
-    b = waste_free_smc(lp_t, ll_t, ps, 200, 10, rng=seed(30))
+    a = waste_free_smc(lp, ll, ps, 200, P=10, rng=seed(30))
+    b = waste_free_smc(lp_t, ll_t, ps, 200, P=10, rng=seed(30))
     for f in ("particles", "weights", "log_evidence", "temperatures", "acceptance"):
         assert np.allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12), f
     with pytest.raises(ValueError, match=r"^log_prior is a Target of dimension 2, but the particles \(drawn by prior_sample\) have dimension 1"):
-        waste_free_smc(lp_t, lambda th: th[:, 0], lambda rng, N: rng.standard_normal((N, 1)), 100, 10, rng=0)
+        waste_free_smc(lp_t, lambda th: th[:, 0], lambda rng, N: rng.standard_normal((N, 1)), 100, P=10, rng=0)
     # SMC-ABC: the prior as a Target
     s_obs, simulate, log_prior, prior_sample = gaussian_abc_example(rng=seed(31))
     a = smc_abc(simulate, s_obs, log_prior, prior_sample, 200, 0.3, rng=seed(32), n_mcmc=2)
