@@ -239,10 +239,21 @@ def test_chivi_default_start_recovers_a_far_gaussian_target_and_a_far_start_is_f
     # averaged iterate's errors are ~0.01 sd (the same fit on the Gaussian-mean model in the notebook): deterministic margins
     assert abs(res.q.mean[0] - 3.0) < 0.05 * 0.3 and abs(res.q.scale[0] / 0.3 - 1) < 0.05
     assert res.final_cubo.value >= res.elbo_floor.value - 4 * np.hypot(res.final_cubo.stderr, res.elbo_floor.stderr)
-    # the old start: at seed offsets 0, 1000, 2000 it ended far left of the target and the check warned
-    with pytest.warns(ConvergenceWarning, match="below an ELBO estimate"):
-        old = chivi(t, start="standard", n_iter=1000, rng=seed(0))
-    assert old.final_cubo.value < 0                                  # a CUBO estimate below log p(x) = 0
+    # The old start ends far from the target at every seed tried (fit mean between -2 and 0.9 at 300 of 300 offsets;
+    # the target is N(3, 0.3^2)), and the check warns exactly when the CUBO estimate lies below the ELBO floor: at 281 of
+    # 300 offsets. At the other 19 (e.g. offset 87) the run ended wide (scale 1.0-2.2) with a CUBO estimate 1.2-2.6
+    # above the floor: a poor q whose bounds do not contradict each other, which this check cannot see. So three
+    # starts, and at least one must warn: false alarm (19/300)^3 = 2.5e-4 (8e-4 at the 95% upper bound of the rate).
+    warned = []
+    for k in range(3):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always", ConvergenceWarning)
+            old = chivi(t, start="standard", n_iter=1000, rng=np.random.SeedSequence([seed(0), k]))
+        flagged = any(issubclass(x.category, ConvergenceWarning) and "below an ELBO estimate" in str(x.message) for x in w)
+        assert abs(old.q.mean[0] - 3.0) > 1.5, old.q.mean            # far from the target, flagged or not
+        assert flagged == (old.final_cubo.value < 0), (flagged, old.final_cubo)   # flagged ones lie below log p(x) = 0
+        warned.append(flagged)
+    assert any(warned), warned
 
 
 def test_cubo_step_in_log_space_and_no_overlap_error(seed):
