@@ -264,7 +264,7 @@ def _info(accept_prob, accepted, n_eval, energy, divergent=False, n_grad=0, tree
 # %% ../nbs/04_mcmc.ipynb #ddc35367
 def rwmh(target,          # a `Target`, or a log density of one point (dim,) together with `dim`
          scale=1.0,       # proposal standard deviation (scalar or one per chain)
-         inv_mass=None,   # diagonal proposal covariance, shape (dim,) or (chain, dim); default identity
+         inv_mass=None,   # diagonal M^-1: the proposal covariance is step_size^2 * inv_mass; shape (dim,) or (chain, dim); default identity
          dim=None):       # dimension, needed only when `target` is a plain function
     "Random-walk Metropolis kernel with proposal N(x, scale^2 diag(inv_mass))."
     target = _kernel_target(target, dim, scale=scale, inv_mass=inv_mass)
