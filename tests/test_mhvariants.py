@@ -161,8 +161,10 @@ def test_mwg_blocks_aim_at_the_rate_for_their_size(seed):
     Exact part: each chain's block acceptance after warm-up equals eq. (7) in d dimensions at that chain's scale (t test
     over 16 chains, t_15 at 1e-6 / 4 per comparison: 4 comparisons, false alarm < 1e-6). Adaptation part: the mean
     acceptance of each block over the chains is within 0.06 of its aim (measured within 0.021 over 8 seeds of 8 chains;
-    the old aim, 0.44 for every block, is 0.09 and 0.14 away for the 2- and 4-coordinate blocks), and every scale within
-    40% of s*_d sigma (measured 0.88 to 1.23 times)."""
+    the old aim, 0.44 for every block, is 0.09 and 0.14 away for the 2- and 4-coordinate blocks). Scales: the mean over
+    the 16 chains of scale / (s*_d sigma) is within 0.15 of 1 (over 40 seeds: means 0.96 to 1.04, sd 0.014 to 0.021, so
+    7 sd), and every chain's ratio within a factor of 2 (per-chain ratios 0.79 to 1.32 over 640 chains, log sd 0.08;
+    the old bound, 40%, failed at seed offset 93 with one chain at 1.45)."""
     sd = np.array([0.5, 3.0, 3.0, 2.0, 2.0, 2.0, 2.0])
     blocks = [[0], [1, 2], [3, 4, 5, 6]]
     C = 16
@@ -175,7 +177,8 @@ def test_mwg_blocks_aim_at_the_rate_for_their_size(seed):
         diff = acc - gaussian_rw_acceptance(s, r.scales[:, b], d)
         assert abs(diff.mean()) < t_bound(C, 1e-6 / 4) * diff.std(ddof=1) / np.sqrt(C), (d, diff)
         assert abs(acc.mean() - best.accept) < 0.06, (d, acc.mean(), best.accept)
-        assert np.all(np.abs(r.scales[:, b] / (best.scale * s) - 1) < 0.4), (d, r.scales[:, b] / (best.scale * s))
+        ratio = r.scales[:, b] / (best.scale * s)
+        assert abs(ratio.mean() - 1) < 0.15 and np.all(np.abs(np.log(ratio)) < np.log(2)), (d, ratio)
     # a given target_accept is the aim of every block
     f = metropolis_within_gibbs(gaussian_target(sd=sd), blocks=blocks, n_draws=1000, n_chains=8, x0=np.zeros(7),
                                 n_warmup=500, target_accept=0.6, rng=seed(16))
