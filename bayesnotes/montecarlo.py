@@ -554,8 +554,11 @@ def importance_sample(target,             # log target (normalised or not): a `T
                           "standard errors from 0, so the estimate is Z E[f] rather than E[f]. Use self_normalized=True or "
                           "normalise the target (if it is normalised, the weights are too heavy-tailed to trust)",
                           UserWarning, stacklevel=2)
-        wf = np.exp(logw).reshape((n,) + (1,) * (fx.ndim - 1)) * fx
-        est, se = wf.mean(axis=0), wf.std(axis=0, ddof=1) / math.sqrt(n)
+        m = logw.max()                                          # shift before exp: log weights of hundreds stay finite
+        wf = np.exp(logw - m).reshape((n,) + (1,) * (fx.ndim - 1)) * fx
+        with np.errstate(over="ignore"):
+            scale = np.exp(m)                                   # inf only when Z E[f] itself is beyond 1e308
+        est, se = scale * wf.mean(axis=0), scale * wf.std(axis=0, ddof=1) / math.sqrt(n)
     return ISResult(_scalar(est), _scalar(se), float(log_evidence), log_Z_se, ess(logw), x, logw)
 
 # %% ../nbs/03_montecarlo.ipynb #04cb3be6
@@ -867,7 +870,7 @@ def fig_proposal_width(scale:float=1.5, # proposal standard deviation sigma_q (t
     effs = np.array([gaussian_proposal_efficiency(v, D) for v in ss])
     ax1.plot(ss, effs[:, 0], color=COLORS[1], label="rejection acceptance $\\sigma_q^{-D}$")
     ax1.plot(ss, effs[:, 1], color=COLORS[0], label="IS ESS / N")
-    ax1.plot(s, r_is.ess / n, "o", color=COLORS[0], label=f"simulated ESS/N = {r_is.ess / n:.3f}")
+    ax1.plot(s, r_is.ess / n, "o", color=COLORS[0], label=f"simulated ESS/N = {r_is.ess / n:.3f}" + (" (infinite weight variance: theory 0 only as N -> inf)" if s * s <= 0.5 else ""))
     if acc_sim is not None:
         ax1.plot(s, acc_sim, "s", color=COLORS[1], label=f"simulated acceptance = {acc_sim:.3f}")
     ax1.axvline(s, color="0.5", lw=0.8, ls=":")
