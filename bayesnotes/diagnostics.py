@@ -78,11 +78,14 @@ def _tiny_scale(a):
     flat = a.reshape(-1, a.shape[-1])
     return (np.ptp(flat, axis=0) < np.finfo(float).resolution) & ~np.all(flat == flat[:1], axis=0)
 
-def _warn_tiny_scale(a, what):
+def _warn_tiny_scale(a,                      # (chain, draw, k) values whose ESS is taken
+                     what,                   # what the warning is about, e.g. "the MCSE of the mean"
+                     of="a quantity"):       # what `a` holds, e.g. the squared deviations behind the MCSE of the sd
     "Warn (RuntimeWarning) when a quantity of a varies by less than 1e-15: ArviZ's rule gives it the ESS S."
     if np.any(_tiny_scale(a)):
-        warnings.warn("a quantity varies by less than 1e-15 in absolute terms: ArviZ's rule treats it as identical "
-                      f"and gives it the ESS S, so {what} is not to be trusted; rescale it", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"{of}: the values differ by less than 1e-15 in absolute terms, so ArviZ's rule treats them as "
+                      f"identical and gives them the ESS S; {what} cannot be trusted: rescale the quantity",
+                      RuntimeWarning, stacklevel=3)
 
 def _ess_input(x, what):
     "Validate draws for an ESS function: (chain, draw, k) array, trailing shape and the constant mask, with the warnings."
@@ -250,8 +253,7 @@ def geyer_steps(x):   # draws (chain, draw) of one quantity
     neg = np.flatnonzero(pairs < 0)
     cut = int(neg[0]) if neg.size else n_pairs          # pairs 0 .. cut-1 are summed
     mono = np.minimum.accumulate(pairs[:cut])
-    return dict(rho=rho, pairs=pairs, cut=cut, n_lowered=int(np.sum(mono < pairs[:cut])), tau=_tau_geyer(rho),
-                tau_all=-1.0 + 2.0 * pairs.sum())
+    return dict(rho=rho, pairs=pairs, cut=cut, n_lowered=int(np.sum(mono < pairs[:cut])), tau=_tau_geyer(rho))
 
 def fig_geyer_ar1(phi=0.9,        # AR(1) coefficient
                   n_draws=4000,   # draws per chain (4 chains)
@@ -296,6 +298,9 @@ def mcse_sd(x):   # draws (chain, draw) or (chain, draw, ...)
     c = a - a.reshape(-1, a.shape[-1]).mean(axis=0)
     m2 = (c ** 2).reshape(-1, a.shape[-1]).mean(axis=0)
     m4 = (c ** 4).reshape(-1, a.shape[-1]).mean(axis=0)
+    # the ESS is that of c^2, on the squared scale: it falls under ArviZ's 1e-15 rule once the draws vary by less than
+    # about 3e-8 (sqrt(1e-15)), far above the scale at which `ess_mean(x)` is affected. Same value as ArviZ, but said
+    _warn_tiny_scale(c ** 2, "the MCSE of the sd", of="the squared deviations (x - mean)^2 of a quantity")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", ChainShapeWarning)   # said once, above
@@ -332,7 +337,7 @@ def mcse_quantile(x,      # draws (chain, draw) or (chain, draw, ...)
 # %% ../nbs/04b_diagnostics.ipynb #5031c7f8
 def autocorr(x,               # draws (chain, draw) or (chain, draw, ...); 1-d means one chain
              max_lag=None,    # largest lag returned (default: all, draw - 1)
-             combined=False): # True: the multi-chain estimate used by the ESS, shape (lag, ...)
+             combined=False): # True: the ESS's multi-chain estimator, on the chains as given (not split or ranked), shape (lag, ...)
     "Autocorrelation function along the draw axis: per chain (chain, lag, ...) or combined (lag, ...)."
     a, shape = _as_chains(x)
     n = a.shape[1]
@@ -411,6 +416,10 @@ def summary(draws,        # (chain, draw) or (chain, draw, dim) array
                       mcse_mean=one(mcse_mean), mcse_sd=one(mcse_sd), ess_bulk=one(ess_bulk),
                       ess_tail=one(ess_tail), rhat=one(rhat))
     _warn_constant(_constant(a), "R-hat/ESS")
+    c2 = (a - flat.mean(0)) ** 2                  # the tiny-scale warnings of mcse_mean and mcse_sd, silenced above
+    if np.any(_tiny_scale(a) | _tiny_scale(c2)):
+        _warn_tiny_scale(a if np.any(_tiny_scale(a)) else c2, "the ESS and MCSE columns",
+                         of="a quantity" if np.any(_tiny_scale(a)) else "the squared deviations of a quantity")
     _short_for_ess(a, "the ESS and MCSE columns")
     return Summary(names=names, prob=prob, **fields)
 
@@ -475,13 +484,14 @@ def fig_split_rhat(n_draws=1000,  # draws per chain
     t = np.linspace(-1, 1, n_draws)
     shifted = rng.normal(size=(2, n_draws)) + np.array([[0.0], [1.5]])
     drifting = rng.normal(size=(2, n_draws)) * 0.5 + np.array([[2.0], [-2.0]]) * t
-    fig, axes = new_figure(1, 2, width=10, height=3.2, sharey=True)
+    fig, axes = new_figure(1, 2, width=10, height=3.4, sharey=True)
     for ax, x, title in zip(axes, (shifted, drifting), ("different locations", "non-stationary")):
         for c in range(2):
             ax.plot(x[c], lw=0.6, color=COLORS[c])
         a = x[..., None]
         classic = _rhat_basic(a)[0]                    # no splitting, no ranks (Gelman & Rubin 1992)
-        ax.set_title(f"{title}: classic (unsplit) R-hat {classic:.2f}, rank-normalised split R-hat {rhat(x):.2f}")
+        ax.set_title(f"{title}\nclassic (unsplit) R-hat {classic:.2f}, rank-normalised split R-hat {rhat(x):.2f}",
+                     fontsize=10)
         ax.set_xlabel("iteration")
     return fig
 

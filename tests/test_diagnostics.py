@@ -406,3 +406,35 @@ def test_tiny_scale_quantity_warns(seed):
         warnings.simplefilter("error")
         assert np.isclose(ess_mean(1e20 * x), ess_mean(x), rtol=1e-9)
         assert np.isclose(mcse_mean(1e20 * x), 1e20 * mcse_mean(x), rtol=1e-9)
+
+
+def test_mcse_sd_tiny_scale_warns(seed):
+    # The MCSE of the sd takes the ESS of c^2 = (x - mean)^2, which lives on the squared scale: once x varies by less than
+    # about sqrt(1e-15) ~ 3e-8, c^2 falls under ArviZ's "identical" rule (max - min < 1e-15) and gets the ESS S. An AR(1)
+    # chain (phi = 0.9, 4 x 1000) scaled by 3e-9 then gets an MCSE of the sd about 3.4 times too small (0.0109 instead of
+    # 0.0373 in units of the scale at rng 0), the same value as ArviZ's. We keep the value and warn, in mcse_sd and in
+    # summary; catches the silent version. At scale 1e-7 nothing changes (exact invariance) and nothing warns.
+    x = ar1_chains(0.9, 4, 1000, rng=seed(30))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ref = mcse_sd(x)
+        assert np.isclose(mcse_sd(1e-7 * x), 1e-7 * ref, rtol=1e-9)
+        assert np.isclose(summary(1e-7 * x).mcse_sd[0], 1e-7 * ref, rtol=1e-9)
+        assert np.isclose(mcse_mean(3e-9 * x), 3e-9 * mcse_mean(x), rtol=1e-9)   # the mean's ESS is still fine here
+    with pytest.warns(RuntimeWarning, match="squared deviations.*less than 1e-15"):
+        tiny = mcse_sd(3e-9 * x) / 3e-9
+    # the value it warns about: ESS(c^2) = S instead of about S / 9.5 (c^2 of a Gaussian AR(1) has rho_t = phi^(2t), so
+    # tau = (1 + phi^2) / (1 - phi^2) = 9.5), hence sqrt(9.5) ~ 3 times too small; 0.5 leaves a wide margin at any seed
+    assert tiny < 0.5 * ref
+    with pytest.warns(RuntimeWarning, match="less than 1e-15"):
+        summary(3e-9 * x)
+
+
+def test_autocorr_combined_is_the_ess_estimator(seed):
+    # autocorr(combined=True) is the multi-chain rho_t of the ESS applied to the chains as given: passed the split chains
+    # it is exactly the sequence behind ess_mean, and on the unsplit chains it differs from it
+    x = ar1_chains(0.8, 4, 1000, rng=seed(31))
+    halves = np.concatenate([x[:, :500], x[:, 500:]])
+    rho = autocorr(halves, combined=True)
+    assert np.isclose(ess_mean(x), x.size / max(_tau_geyer(rho), 1 / np.log10(x.size)), rtol=1e-12)
+    assert rho.shape == (500,) and not np.isclose(_tau_geyer(autocorr(x, combined=True)), _tau_geyer(rho), rtol=1e-6)
