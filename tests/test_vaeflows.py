@@ -119,19 +119,25 @@ def test_planar_overrides_describe_q_K_not_q_0(data, seed):
     a factor 3 below and above the reference variances v of the posterior means (20 000 draws per image). The Monte
     Carlo error of a variance of 40 means of N = 20 000 draws has sd below 2 sqrt(v_max s2 / (N 39)) plus a bias below
     s2 / N (s2 the largest variance of q): asserted to be, with 5 sd, below half the smallest v, so that neither
-    estimate crosses a factor 3 (false alarm < 3e-7 per comparison, normal approximation)."""
+    estimate crosses a factor 3 (false alarm < 3e-7 per comparison, normal approximation). That condition is a property
+    of the random model, not of the code: about 1 random model in 60 spreads q so widely (largest variance in the
+    hundreds) that it fails (seed offsets 19 and 97 of 0-119), so the model is redrawn until it holds (at most 10 draws)."""
     rng = np.random.default_rng(seed(8))
-    m = _random_model(_ZeroBaseMean(2, (8,), flow_length=3), rng, data, shrink=1., noise=0.5)
     X = data.X_test[:40]
+    for attempt in range(10):
+        m = _random_model(_ZeroBaseMean(2, (8,), flow_length=3), rng, data, shrink=1., noise=0.5)
+        z = m.posterior_draws(X, 20_000, rng=np.random.SeedSequence([seed(9), attempt]))[0]
+        v = np.var(z.mean(0), axis=0, ddof=1)
+        s2 = z.var(0).max()
+        if v.min() > 0.01 and 5 * 2 * np.sqrt(v.max() * s2 / 20_000 / 39) + s2 / 20_000 < v.min() / 2:
+            break
+    else:
+        raise AssertionError(f"no usable random model in 10 draws (each fails with probability about 1/60): {v}, {s2}")
     mu, log_sd, P = (np.asarray(a) for a in m._parts(m.params, X))
     zK = np.array([PlanarFlow(2, 3, np.concatenate([mu[i], log_sd[i], P[i]])).forward(np.zeros((1, 2)))[0][0]
                    for i in range(40)])
     assert np.allclose(m.reconstruct(X), m.decode(zK), rtol=1e-12, atol=1e-14)
     assert np.ptp(m.reconstruct(X), axis=0).max() > 0.01 and np.ptp(VAE.reconstruct(m, X), axis=0).max() == 0
-    z = m.posterior_draws(X, 20_000, rng=seed(9))[0]
-    v = np.var(z.mean(0), axis=0, ddof=1)
-    s2 = z.var(0).max()
-    assert v.min() > 0.01 and 5 * 2 * np.sqrt(v.max() * s2 / 20_000 / 39) + s2 / 20_000 < v.min() / 2
     assert m.active_units(X, threshold=v.min() / 3, n_draws=20_000, rng=seed(10)) == 2
     assert m.active_units(X, threshold=3 * v.max(), n_draws=20_000, rng=seed(11)) == 0
     assert VAE.active_units(m, X, threshold=v.min() / 3) == 0
