@@ -153,7 +153,7 @@ def _bridge_iterate(l1, l2, ls1, ls2, tol, max_iter):
             break
     return logr, it, conv
 
-def bridge_sampling(log_density,          # unnormalised log posterior log p(theta) + log p(y | theta): a `Target`, or vectorised (N, d) -> (N,)
+def bridge_sampling(log_density,          # unnormalised log posterior, log prior + log likelihood: a `Target`, or vectorised (N, d) -> (N,)
                     draws,                # posterior draws (chain, draw, dim), or (draw, dim) for one chain
                     rng=None,             # random generator or seed (SPEC 7), for the proposal draws
                     n_proposal:int=None,  # N2, draws from the proposal g (default: as many as the posterior draws in the bridge)
@@ -206,7 +206,14 @@ def bridge_sampling(log_density,          # unnormalised log posterior log p(the
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             e = ess_bulk(post) if post.shape[1] >= 4 else np.full(D, np.nan)
-        ess = float(np.clip(np.nanmedian(e), 1.0, n1)) if np.any(np.isfinite(e)) else float(n1)
+        if np.any(np.isfinite(e)):
+            ess = float(np.clip(np.nanmedian(e), 1.0, n1))
+        else:
+            ess = float(n1)
+            warnings.warn(f"bridge_sampling: no ESS could be computed for the posterior draws (fewer than 4 per chain in the "
+                          f"half used, {post.shape[1]}, or a constant chain): they are treated as independent, so the "
+                          "error estimate ignores their autocorrelation; pass more draws, or independent=True if they are",
+                          BridgeWarning, stacklevel=2)
     ls1, ls2 = math.log(ess / (ess + n2)), math.log(n2 / (ess + n2))
     l1, l2 = q11 - q12, q21 - q22
     lstar = float(np.median(l1))
@@ -220,13 +227,18 @@ def bridge_sampling(log_density,          # unnormalised log posterior log p(the
     f1 = np.exp(b2 - np.logaddexp(ls1 + b2, ls2))
     f2 = np.exp(-np.logaddexp(ls1 + b1, ls2))
     ess2 = float(n1)
-    if independent or np.ptp(f2) <= 1e-12 * f2.mean():
+    if independent or post.shape[1] < 4 or np.ptp(f2) <= 1e-12 * f2.mean():   # (too few draws: warned above)
         ess2 = float(n1)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             e2 = float(ess_mean(f2.reshape(post.shape[:2])))
-        ess2 = e2 if np.isfinite(e2) and e2 > 0 else float(n1)
+        if np.isfinite(e2) and e2 > 0:
+            ess2 = e2
+        else:
+            ess2 = float(n1)
+            warnings.warn("bridge_sampling: the ESS of the posterior-side terms f2 could not be computed; the error "
+                          "estimate treats them as independent and may be too small", BridgeWarning, stacklevel=2)
     re2 = float(np.var(f1, ddof=1) / (n2 * f1.mean() ** 2) + np.var(f2, ddof=1) / (ess2 * f2.mean() ** 2))
     return BridgeResult(float(logz), math.sqrt(re2), re2, it, bool(conv), ess, ess2, m, cov)
 

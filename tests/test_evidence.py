@@ -111,7 +111,7 @@ def test_bridge_on_nuts_draws(seed):
     draws = sample("nuts", P.target, n_chains=2, n_warmup=300, n_draws=1000, rng=seed(40)).draws
     r = bridge_sampling(P.target, draws, rng=seed(41))
     assert abs(r.log_evidence - P.log_evidence) < 4.5 * r.log_evidence_stderr, (r.log_evidence - P.log_evidence, r)
-    assert 50 < r.ess <= 1000 and r.converged
+    assert r.ess > 50 and 50 < r.ess_f2 < 4000 and r.converged       # ess is capped at the 1000 draws used; ess_f2 is not
 
 
 def test_non_convergence_is_reported(seed):
@@ -174,3 +174,16 @@ def test_error_estimate_counts_autocorrelation(seed):
     z, z_iid = np.array(z), np.array(z_iid)
     assert 0.6 < z.std(ddof=1) < 1.5 and abs(z.mean()) < 0.57, (z.mean(), z.std(ddof=1))
     assert z_iid.std(ddof=1) > 1.3 * z.std(ddof=1), (z_iid.std(ddof=1), z.std(ddof=1))
+
+
+def test_ess_fallback_warns(seed):
+    """When no ESS can be computed (fewer than 4 draws per chain in the half used), the draws are treated as independent
+    and bridge_sampling says so (BridgeWarning), instead of silently understating the error of autocorrelated draws."""
+    P = regression_problem(X2, Y, 1.0, 1.0)
+    d = np.random.default_rng(seed(70)).multivariate_normal(P.mean, P.cov, size=(50, 6))     # 50 chains of 6 draws
+    with pytest.warns(BridgeWarning, match="no ESS could be computed"):
+        r = bridge_sampling(P.target, d, rng=seed(71))
+    assert r.ess == 150
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BridgeWarning)
+        bridge_sampling(P.target, d, rng=seed(71), independent=True)                      # said explicitly: no warning
