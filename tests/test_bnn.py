@@ -370,6 +370,30 @@ def test_swag_estimates_the_exact_stationary_law_of_sgd(seed):
     assert np.all(np.diag(linear_sgd_stationary(X, y, 0.04, 1, 2., 3., 0.5)[1]) > 1.5 * np.diag(C))
 
 
+
+def test_swag_warns_when_sgd_diverges(seed):
+    """Near a mode, gradient descent with step lr is stable only for lr < 2 / lambda_max, lambda_max the largest
+    eigenvalue of the Hessian of the average negative log posterior (here the GGN's: the full-GGN Laplace precision / N).
+    On a MAP fit of the 50-unit toy network that bound is about 1e-3 or less: at ten times it the iterates run away (the
+    snapshots' log posterior per point fell by 10^4 or more in the runs we tried) and swag must warn; the default
+    lr = 0.01 lies above it too. At a tenth of the bound the snapshots stay near the MAP and swag must not warn.
+    Deterministic given the seeds; the margin is a factor of 10 in the step on either side of the bound."""
+    import warnings
+    from bayesnotes.core import ConvergenceWarning
+    from bayesnotes.bnn import fit_map, laplace_ggn, toy_regression_data
+    X, y = toy_regression_data(20, seed(60))
+    fit = fit_map(X, y, rng=seed(61), **TOY_MODEL, n_iter=1000, lr=2e-2)
+    L = laplace_ggn(X, y, fit=fit).chol
+    limit = 2 / np.linalg.eigvalsh(L @ L.T / len(y)).max()
+    assert limit < 0.01                                  # so the default step is above it
+    for lr in (10 * limit, None):
+        with pytest.warns(ConvergenceWarning, match="stability limit"):
+            swag(X, y, fit=fit, rng=seed(62), n_snapshots=20, rank=5, **({} if lr is None else {"lr": lr}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sw = swag(X, y, fit=fit, rng=seed(63), lr=0.1 * limit, n_snapshots=20, rank=5)
+    assert np.all(np.isfinite(sw.trace))
+
 # T = 3 runs the same code with a hotter target: kept for `make test-slow` (about 17 s), T = 0.3 runs in `make test`
 @pytest.mark.parametrize("T", [0.3, pytest.param(3.0, marks=pytest.mark.slow)])
 def test_psgld_on_a_tempered_linear_posterior_matches_its_exact_stationary_law(linear_problem, seed, T):
