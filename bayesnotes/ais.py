@@ -25,12 +25,12 @@ def rw_factor(x,          # particles (N, d)
               W=None,     # weights of the particles (N,) for their covariance (None: equal weights)
               scale=None, # proposal scale h (None: 2.38 / sqrt(d))
              ) -> tuple:
-    """Random-walk proposal scale h and Cholesky factor L of the (W-weighted) covariance of the particles x (N, d):
-    proposals x + h L z; h = 2.38 / sqrt(d) unless `scale` is given."""
+    """Random-walk proposal scale h and Cholesky factor A of the (W-weighted) covariance of the particles x (N, d):
+    proposals x + h A z; h = 2.38 / sqrt(d) unless `scale` is given."""
     d = x.shape[1]
     cov = np.atleast_2d(np.cov(x, rowvar=False, aweights=W))
-    L = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
-    return (2.38 / np.sqrt(d) if scale is None else float(scale)), L
+    A = linalg.cholesky(cov + 1e-10 * (1.0 + np.trace(cov) / d) * np.eye(d), lower=True)  # jitter: clouds can collapse
+    return (2.38 / np.sqrt(d) if scale is None else float(scale)), A
 
 def in_support(log_prior, # log prior density of a batch of points (n, d) -> (n,)
                prop,      # proposals (n, d)
@@ -52,7 +52,7 @@ def rw_chains(x,           # starting points (M, d), one chain from each row
               lam,         # inverse temperature: the chains leave prior * lik^lam invariant
               log_prior,   # log prior density of a batch of points (n, d) -> (n,)
               log_lik,     # log likelihood of a batch of points (n, d) -> (n,)
-              L,           # proposal factor (d, d): a proposal is x + L z with z ~ N(0, I)
+              A,           # proposal factor (d, d): a proposal is x + A z with z ~ N(0, I)
               n_steps:int, # Metropolis steps of every chain
               rng=None,    # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
              ) -> tuple:
@@ -61,7 +61,7 @@ def rw_chains(x,           # starting points (M, d), one chain from each row
     rng = as_rng(rng)
     xs, lps, lls, acc = [x], [lp], [ll], []
     for _ in range(n_steps):
-        prop = x + rng.standard_normal(x.shape) @ L.T
+        prop = x + rng.standard_normal(x.shape) @ A.T
         lp_p, inside, ll_p = in_support(log_prior, prop, lambda p: check_logpdf(log_lik(p), len(p), "log_lik"), -np.inf)
         with np.errstate(invalid="ignore"):           # -inf - (-inf) at rejected points outside the support
             log_ratio = np.where(inside, lp_p - lp + lam * (ll_p - ll), -np.inf)
@@ -80,7 +80,7 @@ class AISResult(NamedTuple):
     particles: np.ndarray       # (N, d) states after the last move, a weighted sample of the posterior
     temperatures: np.ndarray    # the schedule 0 = beta_0 < beta_1 < ... < beta_T = 1
     acceptance: np.ndarray      # (T,) mean Metropolis acceptance rate of the moves at each temperature
-    proposal_cov: np.ndarray = None # (T, d, d) matrices L L^T used at each temperature (proposal covariance / h^2)
+    proposal_cov: np.ndarray = None # (T, d, d) matrices A A^T used at each temperature (proposal covariance / h^2)
 
 def _schedule(n_temps, betas):
     "The inverse temperatures: `betas` validated, or (t / n_temps)^4 for t = 0..n_temps."
@@ -109,9 +109,9 @@ def ais(log_prior:Callable,    # log prior: a `Target` (one point (d,), as for M
         betas=None,            # explicit schedule 0 = beta_0 < ... < beta_T = 1 (overrides n_temps)
         n_mcmc:int=1,          # random-walk Metropolis steps k at each temperature (0: no moves); cost N (1 + T k) likelihood evaluations
         rng=None,              # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
-        scale:Optional[float]=None, # h in the proposal x + h L z (covariance h^2 L L^T); default 2.38 / sqrt(d), tuned for a unimodal posterior
+        scale:Optional[float]=None, # h in the proposal x + h A z (covariance h^2 A A^T); default 2.38 / sqrt(d), tuned for a unimodal posterior
         progress:bool=False,   # show a progress bar over the temperatures
-        proposal_cov=None,     # fixed L L^T, (d, d) or (T, d, d), e.g. a pilot run's `proposal_cov`: exact kernels; None: the cloud's covariance (adaptive, see the text)
+        proposal_cov=None,     # fixed A A^T, (d, d) or (T, d, d), e.g. a pilot run's `proposal_cov`: exact kernels; None: the cloud's covariance (adaptive, see the text)
        ) -> AISResult:
     "Annealed importance sampling from the prior to the posterior: log evidence, its standard error, ESS, weights and particles."
     N = check_count("N", N, 2)
@@ -121,16 +121,16 @@ def ais(log_prior:Callable,    # log prior: a `Target` (one point (d,), as for M
     rng = as_rng(rng)
     x = prior_particles(prior_sample, N, rng, (log_prior, log_lik))
     T, d = len(b) - 1, x.shape[1]
-    Ls = None if proposal_cov is None else _proposal_factors(proposal_cov, T, d)
+    As = None if proposal_cov is None else _proposal_factors(proposal_cov, T, d)
     h = 2.38 / np.sqrt(d) if scale is None else float(scale)
     lp = check_logpdf(log_prior(x), N, "log_prior")
     ll = check_logpdf(log_lik(x), N, "log_lik")
     logw, acc, covs = np.zeros(N), [], np.empty((T, d, d))
     for t in track(range(T), progress, total=T, desc="ais"):
         logw += (b[t + 1] - b[t]) * ll                          # eq. (2): gamma_t / gamma_{t-1} at x_{t-1}
-        L = rw_factor(x)[1] if Ls is None else Ls[t]           # adaptive: the current cloud's covariance
-        covs[t] = L @ L.T
-        xs, lps, lls, a = rw_chains(x, lp, ll, b[t + 1], log_prior, log_lik, h * L, n_mcmc, rng)  # x_t ~ K_t(x_{t-1}, .)
+        A = rw_factor(x)[1] if As is None else As[t]           # adaptive: the current cloud's covariance
+        covs[t] = A @ A.T
+        xs, lps, lls, a = rw_chains(x, lp, ll, b[t + 1], log_prior, log_lik, h * A, n_mcmc, rng)  # x_t ~ K_t(x_{t-1}, .)
         x, lp, ll = xs[-1], lps[-1], lls[-1]
         acc.append(a)
     log_z, se = log_mean_exp(logw)                             # raises if every weight is zero
@@ -148,7 +148,7 @@ class EvidenceProblem(NamedTuple):
 def mixture_evidence_problem(dim:int=3,         # dimension d >= 1
                              prior_sd:float=3.0, # prior standard deviation s_0 of every coordinate
                              mode_sd:float=0.5,  # width s of every likelihood component
-                             weights=(0.5, 0.3, 0.2), # component weights w_k (normalised here)
+                             weights=(0.5, 0.3, 0.2), # component weights alpha_j (normalised here)
                              sep:float=2.5,      # modes at +-sep in every coordinate (see the text)
                             ) -> EvidenceProblem:
     "Gaussian prior times a Gaussian-mixture likelihood with modes at sep (1, ..., 1), -sep (1, ..., 1), sep (1, -1, 1, ...): exact log Z by eq. (3)."
@@ -189,7 +189,7 @@ def annealing_path(dims=(1, 3),      # dimensions d of `mixture_evidence_problem
                    N:int=400,        # particles of every run
                    n_temps:int=50,   # temperatures T of the schedule beta_t = (t / T)^4
                    n_mcmc:int=4,     # random-walk Metropolis moves k per temperature
-                   scale:float=0.5,  # h of the proposals x + h L z of `ais`
+                   scale:float=0.5,  # h of the proposals x + h A z of `ais`
                    n_stops:int=10,   # AIS is stopped at n_stops + 1 temperatures t evenly spaced from 0 to T
                    rng=0,            # random generator or seed (SPEC 7); each dimension gets its own spawned stream
                   ) -> AnnealingPath:
@@ -283,7 +283,7 @@ def ais_vs_importance(dims=(3, 5, 8),        # dimensions d of `mixture_evidence
         pb = mixture_evidence_problem(ds[i])
         exact[i] = pb.log_evidence
         s = streams[(i * 2 + m) * R + j]
-        r = (ais(*pb[:3], cost, betas=[0.0, 1.0], rng=s) if m == 0 else
+        r = (ais(*pb[:3], cost, betas=[0.0, 1.0], n_mcmc=0, rng=s) if m == 0 else   # no move after the reweighting: cost draws
              ais(*pb[:3], N, n_temps=n_temps, n_mcmc=n_mcmc, scale=scale, rng=s))
         le[i, m, j], es[i, m, j] = r.log_evidence, r.ess
     return EqualCostComparison(ds, cost, exact, le, es)
@@ -309,7 +309,7 @@ def ais_temperature_study(n_temps=(1, 4, 16, 64, 256), # numbers of temperatures
                           N:int=200,            # particles per run; formerly `n_particles`
                           n_reps:int=12,        # independent runs per T
                           dim:int=3,            # dimension of `mixture_evidence_problem`
-                          scale:float=0.5,      # h of the proposals x + h L z of `ais` (covariance h^2 times the cloud's)
+                          scale:float=0.5,      # h of the proposals x + h A z of `ais` (covariance h^2 times the cloud's)
                           rng=0,                # random generator or seed (SPEC 7); an int k gives the runs seeds k + 1, k + 2, ..., a SeedSequence independent children
                           progress:bool=False,  # show a progress bar over the runs
                          ) -> TemperatureStudy:

@@ -172,10 +172,26 @@ def test_ais_vs_importance_equal_cost(seed):
     assert np.all(cmp.ess[0, 0] <= cmp.cost) and np.all(cmp.ess[0, 1] <= 30)   # an IS run with N draws would fail
     pb = mixture_evidence_problem(dim=2)
     s = np.random.default_rng(seed(8)).spawn(6)[0]     # the stream of the first importance-sampling run
-    assert cmp.log_evidence[0, 0, 0] == ais(*pb[:3], cmp.cost, betas=[0.0, 1.0], rng=s).log_evidence
+    # the estimates are those of the former call with a (wasted) move after the only reweighting, n_mcmc = 1
+    old = ais(*pb[:3], cmp.cost, betas=[0.0, 1.0], rng=s)
+    assert cmp.log_evidence[0, 0, 0] == old.log_evidence and cmp.ess[0, 0, 0] == old.ess
     # independent streams: two int seeds one apart share no run (the SEED + k convention would share all but one)
     other = ais_vs_importance(dims=(2,), N=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(9))
     assert not np.any(np.isin(other.log_evidence, cmp.log_evidence))
+
+
+def test_ais_vs_importance_counts_likelihood_evaluations(seed, monkeypatch):
+    "Each run of either method makes exactly N (1 + T k) likelihood evaluations (the importance-sampling arm no move)."
+    import bayesnotes.ais as mod
+    rows, make = [], mod.mixture_evidence_problem
+    def counted(dim, **kw):
+        pb = make(dim, **kw)
+        return pb._replace(log_lik=lambda x: rows.append(len(x)) or pb.log_lik(x))
+    monkeypatch.setattr(mod, "mixture_evidence_problem", counted)
+    cmp = mod.ais_vs_importance(dims=(2,), N=30, n_temps=4, n_mcmc=2, n_reps=3, rng=seed(8))
+    # 3 runs of each method; an importance-sampling arm that moved its draws once after the reweighting (as the first
+    # version did, with the default n_mcmc = 1) would spend 2 N (1 + T k) per run and fail here
+    assert sum(rows) == 2 * 3 * cmp.cost == 2 * 3 * 30 * (1 + 4 * 2), sum(rows)
 
 
 def test_bad_inputs():
