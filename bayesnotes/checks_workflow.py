@@ -49,7 +49,9 @@ def _weight_moment(a, s):
 @exercise("workflow.1", "The moments of importance weights and k", "derive", stars=2, minutes=20, solution="weight_moment")
 def _check_workflow_1(answer, rng):
     """weight_moment(a, s) = E_q[r^a], r = N(x | 0, 1) / N(x | 0, s^2), x ~ N(0, s^2), on 8 cases: s < 1 with a below
-    and above 1/k = 1/(1 - s^2) (at least 0.08 away from it; one between 0.6/k and 1/k), s > 1, and a = 1 (exactly 1);
+    and above 1/k = 1/(1 - s^2) (at least 0.08 away from it; one between 0.6/k and 1/k; one between 1/k + 0.08 and 1/k + 0.3, inside the gap
+    [1/k, 1/(1 - s)) that an answer with s in place of s^2 gets wrong, since the gap is s/(1 - s^2) >= 0.33 wide),
+    s > 1, and a = 1 (exactly 1);
     against the closed form s^(a-1) / sqrt(a + (1 - a)/s^2) (checked by quadrature in the solutions), exact to 1e-8
     relative, or +inf where the integral diverges. Deterministic: no false alarm."""
     cases = []
@@ -58,13 +60,22 @@ def _check_workflow_1(answer, rng):
         lim = 1.0 / (1.0 - s * s)
         lo = 0.6 * lim if j == 0 else 0.2 * (lim - 0.08)
         cases.append((float(rng.uniform(lo, lim - 0.08)), s))
-        cases.append((float(lim + rng.uniform(0.08, 2.0)), s))
+        cases.append((float(lim + rng.uniform(0.08, 0.3 if j == 0 else 2.0)), s))   # j = 0: below 1/(1 - s)
     cases.append((float(rng.uniform(1.5, 4.0)), float(rng.uniform(1.05, 2.5))))    # a wide proposal: all moments finite
     cases.append((1.0, float(rng.uniform(0.3, 0.95))))                            # E_q[r] = 1
     rng.shuffle(cases)
     for i, (a, s) in enumerate(cases):
         case = f"case {i + 1} of {len(cases)}: weight_moment(a={a:.6g}, s={s:.6g})"
-        got = _number_or_inf(call(answer, a, s, case=case), case, "your moment")
+        raw = call(answer, a, s, case=case)
+        try:
+            is_nan = bool(np.size(raw) == 1 and np.isnan(np.asarray(raw, dtype=float)).all())
+        except (TypeError, ValueError):
+            is_nan = False
+        if is_nan:
+            raise Fail(f"{case}: your moment is NaN.", got=raw,
+                       hint="a NaN usually comes from the square root of a negative number: where the c of "
+                            "exp(-c x^2 / 2) is not positive, the integral diverges, and the answer is np.inf")
+        got = _number_or_inf(raw, case, "your moment")
         exact = _weight_moment(a, s)
         if math.isinf(exact) or math.isinf(got):
             if math.isinf(exact) != math.isinf(got):
@@ -162,7 +173,8 @@ def _check_workflow_3(answer, rng):
     for i, (n, S, outl) in enumerate(cases):
         y, sigma, ll = _normal_mean_draws(rng, n, S, outl)
         what = "with an outlier" if outl else "normal data"
-        case = f"case {i + 1} of {len(cases)} ({what}): psis_loo(loglik) with S = {S} draws, n = {n}, y = {_fmt(y)}"
+        case = (f"case {i + 1} of {len(cases)} ({what}): psis_loo(loglik) with S = {S} draws, n = {n}, "
+                f"sigma = {sigma:.6g}, prior N(0, 10^2), y = {_fmt(y)}")
         got = call(answer, ll.copy(), case=case)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             raise Fail(f"{case}: return a tuple (elpd_loo, se, p_loo).", got=f"{type(got).__name__}")
@@ -188,7 +200,7 @@ def _check_workflow_3(answer, rng):
     return len(cases)
 
 # %% ../nbs/solutions/09_workflow.ipynb #04413ae2
-_SBC_R, _SBC_L, _SBC_ALPHA, _SBC_BUG = 500, 19, 1e-6, 0.3
+_SBC_R, _SBC_L, _SBC_ALPHA, _SBC_BUG, _SBC_SHIFT = 500, 19, 1e-6, 0.3, 1.0
 
 def _binom_two_sided(k, n, p):
     "Exact two-sided p-value (twice the smaller tail, at most 1) of k successes in n Bernoulli(p) trials."
@@ -212,14 +224,20 @@ def _sbc_model(rng):
 
 @exercise("workflow.4", "Simulation-based calibration and a planted bug", "implement", stars=2, minutes=30, solution="sbc")
 def _check_workflow_4(answer, rng):
-    """sbc(prior_draw, simulate, fit, R, L, rng) -> R integer ranks in 0..L, run twice (R = 500, L = 19) on a random
+    """sbc(prior_draw, simulate, fit, R, L, rng) -> R integer ranks in 0..L, run three times (R = 500, L = 19) on a random
     normal-mean model (theta ~ N(0, tau^2), n = 5 to 10 observations N(theta, sigma^2)). (1) With the exact posterior as
     `fit`, the ranks are exactly uniform on {0..19} and independent: three exact binomial tests (ranks 0-4, ranks 15-19,
     both), Bonferroni at 1e-6 in all, so a correct answer fails with probability below 1e-6 (exact law, no
-    approximation). (2) With a planted bug (a fit whose sd is 0.3 times the posterior sd) the ranks must fail the same
+    approximation); and both ends, rank 0 and rank L, must occur, which a correct answer misses with probability at most
+    2 * 0.95^500 = 1.5e-11 (an answer that asks the fit for L - 1 draws fails). (2) With a planted bug (a fit whose sd is 0.3 times the posterior sd) the ranks must fail the same
     tests: under that bug a rank lies in 0-4 or 15-19 with probability 0.833 (by quadrature over the truth's position),
     so the count of extreme ranks is Binomial(500, 0.833) and stays below the rejection bound (308) with probability
-    2e-31: a correct answer fails part (2) with probability far below 1e-6."""
+    2e-31: a correct answer fails part (2) with probability far below 1e-6. (3) With a sampler whose draws lie one
+    posterior sd too high, a rank lies in 0-4 with probability 0.610 and in 15-19 with probability 0.052 (quadrature);
+    the count in 0-4 must exceed half of the extreme ranks with a one-sided exact binomial p-value below 1e-6, which a
+    correct answer misses with probability 4e-45 (exact sum over the multinomial law of the counts), while ranks counted
+    from the top (draws above the truth), invisible to the two symmetric samplers, fail. In all, a correct answer fails
+    with probability below 1e-6 + 2e-11."""
     tau, sigma, n, prec = _sbc_model(rng)
     s_post = 1 / math.sqrt(prec)
     prior_draw = lambda g: float(g.normal(0, tau))
@@ -228,11 +246,14 @@ def _check_workflow_4(answer, rng):
         return np.sum(y) / sigma ** 2 / prec + s_post * g.normal(size=L)
     def fit_bug(y, L, g):
         return np.sum(y) / sigma ** 2 / prec + _SBC_BUG * s_post * g.normal(size=L)
+    def fit_shift(y, L, g):
+        return np.sum(y) / sigma ** 2 / prec + s_post * (_SBC_SHIFT + g.normal(size=L))
     R, L = _SBC_R, _SBC_L
     model = f"theta ~ N(0, {tau:.4g}^2), y_1..{n} ~ N(theta, {sigma:.4g}^2)"
     for part, (fit, label) in enumerate(((fit_exact, "an exact posterior sampler"),
-                                         (fit_bug, "a sampler whose posterior sd is 0.3 times too small"))):
-        case = f"part {part + 1} of 2: sbc(prior_draw, simulate, fit, R={R}, L={L}, rng) with {label}, model {model}"
+                                         (fit_bug, "a sampler whose posterior sd is 0.3 times too small"),
+                                         (fit_shift, "a sampler whose draws lie one posterior sd too high"))):
+        case = f"part {part + 1} of 3: sbc(prior_draw, simulate, fit, R={R}, L={L}, rng) with {label}, model {model}"
         got = call(answer, prior_draw, simulate, fit, R, L, rng.spawn(1)[0], case=case)
         ranks = as_array(got, (R,), case, "your ranks")
         if np.any(ranks != np.round(ranks)) or ranks.min() < 0 or ranks.max() > L:
@@ -245,12 +266,23 @@ def _check_workflow_4(answer, rng):
                        f"{pval:.1g}.",
                        hint="draw theta from the prior, simulate y from that same theta, fit y, and rank that theta "
                             "among the L draws of its own fit; use the rng you are given for all three")
+        missing = [v for v in (0, L) if part == 0 and not np.any(ranks == v)]
+        if missing:
+            raise Fail(f"{case}: no rank equals {missing[0]} in {R} replications; with an exact sampler each rank from 0 "
+                       f"to L = {L} has probability 1/{L + 1}, so this happens with probability about 7e-12.",
+                       hint="ask the fit for exactly L draws: the rank then runs from 0 (all draws above the truth) to "
+                            "L (all below)")
         if part == 1 and pval >= _SBC_ALPHA:
             raise Fail(f"{case}: your ranks look uniform ({low} in 0-4, {high} in 15-19 of {R}), but this sampler is "
                        f"wrong: a correct SBC puts most ranks at the two ends.",
                        hint="the ranks must compare each true theta with the draws of the fit to the data simulated "
                             "from it")
-    return 2
+        if part == 2 and stats.binom.sf(low - 1, low + high, 0.5) >= _SBC_ALPHA:
+            raise Fail(f"{case}: this sampler's draws lie above the posterior, so the truth lies below most of them and "
+                       f"most ranks must be small; yours put {low} in 0-4 and {high} in 15-19 of {R}.",
+                       hint="the rank is the number of draws below the true theta, not above it"
+                            if high > low else "the rank is the number of the fit's draws below the true theta")
+    return 3
 
 # %% ../nbs/solutions/09_workflow.ipynb #67a959d3
 _SHAPES = ("flat", "U", "inverted-U", "increasing", "decreasing")
@@ -281,14 +313,14 @@ def _ppp_mean(y, sigma, tau):
 
 @exercise("workflow.6", "The posterior predictive p-value of the mean", "derive", stars=2, minutes=25, solution="ppp_mean")
 def _check_workflow_6(answer, rng):
-    """ppp_mean(y, sigma, tau) on 6 random cases (n = 3 to 40, prior sd from 0.1 to 100, two data sets far from the
-    prior), against the closed form Phi((m_n - ybar) / sqrt(s_n^2 + sigma^2 / n)) (checked by simulation with
+    """ppp_mean(y, sigma, tau) on 6 random cases (n = 3 to 40, prior sd from 0.1 to 100; the two with prior sd 0.1 and 0.5
+    have theta drawn from N(0, 3^2), far from their prior), against the closed form Phi((m_n - ybar) / sqrt(s_n^2 + sigma^2 / n)) (checked by simulation with
     `bayesnotes.predictive.ppc_pvalue` in the solutions); exact to 1e-8 relative. Deterministic: no false alarm."""
     taus = [0.1, 0.5, 1.0, 3.0, 20.0, 100.0]
     rng.shuffle(taus)
     for i, tau in enumerate(taus):
         n, sigma = int(rng.integers(3, 41)), float(np.exp(rng.normal(0, 0.5)))
-        theta = float(rng.normal(0, 3 if i < 2 else tau))
+        theta = float(rng.normal(0, 3 if tau < 1 else tau))      # the two narrow priors: data far from them
         y = rng.normal(theta, sigma, n)
         case = f"case {i + 1} of {len(taus)}: ppp_mean(y, sigma={sigma:.6g}, tau={tau:.6g}) with n = {n}, y = {_fmt(y)}"
         got = as_array(call(answer, y.copy(), sigma, tau, case=case), (), case, "your p-value")
@@ -379,7 +411,7 @@ def _lindley_exact(t0=10.0, t1=1e4):
     dl = lambda t: regression_loo(X2, y, 1.0, t) - regression_loo(X1, y, 1.0, t)
     return lb(t1) - lb(t0), dl(t1) - dl(t0)
 
-@exercise("workflow.9", "Lindley's paradox in numbers", "experiment", stars=1, minutes=15, solution="answer_workflow_9")
+@exercise("workflow.9", "The Jeffreys-Lindley-Bartlett paradox in numbers", "experiment", stars=1, minutes=15, solution="answer_workflow_9")
 def _check_workflow_9(answer, rng):
     """A pair (change of log B_21, change of the LOO difference elpd_2 - elpd_1) when the prior sd tau of the
     coefficients goes from 10 to 10^4, on the worked example of chapter 9d with sigma = 1. The checker computes both

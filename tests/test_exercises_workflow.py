@@ -24,6 +24,13 @@ def moment_half_k(r, s):                   # diverges from r > 1/(2k): the varia
         return np.inf
     return s ** (r - 1) / np.sqrt(r + (1 - r) / s ** 2)
 moment_inverted_power = lambda r, s: (np.inf if r + (1 - r) / s ** 2 <= 0 else s ** (1 - r) / np.sqrt(r + (1 - r) / s ** 2))
+def _limit_sd(r, s, gap):                  # the divergence limit at 1/(1 - s) (sd for variance), the formula elsewhere
+    if s < 1 and r >= 1 / (1 - s):
+        return np.inf
+    c = r + (1 - r) / s ** 2
+    return s ** (r - 1) / np.sqrt(c) if c > 0 else gap
+moment_limit_sd_nan = lambda r, s: _limit_sd(r, s, np.nan)      # NaN in the gap [1/k, 1/(1 - s))
+moment_limit_sd_big = lambda r, s: _limit_sd(r, s, 1e150)       # a huge finite number there
 
 # ---- workflow.2
 def _ps(lw, *, cap=True, p_kind="mid", norm=True, add_u=True, M_kind="both", smooth=True):
@@ -80,6 +87,15 @@ sbc_fixed_theta = lambda *a: _sbc(*a, "fixed_theta")
 sbc_fresh_truth = lambda *a: _sbc(*a, "fresh_truth")
 sbc_lag = lambda *a: _sbc(*a, "lag")
 sbc_plus1 = lambda *a: _sbc(*a, "plus1")
+def sbc_above(prior_draw, simulate, fit, R, L, rng):     # ranks counted from the top: draws above the truth
+    return L - _sbc(prior_draw, simulate, fit, R, L, rng, "ok")
+def sbc_l_minus_1(prior_draw, simulate, fit, R, L, rng):  # asks the fit for L - 1 draws: ranks on 0..L-1
+    ranks = np.empty(R, dtype=int)
+    for r in range(R):
+        theta = prior_draw(rng)
+        draws = np.asarray(fit(simulate(theta, rng), L - 1, rng))
+        ranks[r] = np.sum(draws < theta)
+    return ranks
 def sbc_fraction(prior_draw, simulate, fit, R, L, rng):
     return _sbc(prior_draw, simulate, fit, R, L, rng, "ok") / L
 
@@ -124,10 +140,11 @@ hm_sd = lambda n, s, t: n * t / (s + n * t)
 
 # ---- workflow.9: exact changes of log B_21 and of the LOO difference (tau 10 -> 10^4) are -6.907 and -0.0003
 WRONG = {
-    "workflow.1": [moment_no_const, moment_s_as_var, moment_never_inf, moment_half_k, moment_inverted_power],
+    "workflow.1": [moment_no_const, moment_s_as_var, moment_never_inf, moment_half_k, moment_inverted_power,
+                   moment_limit_sd_nan, moment_limit_sd_big],
     "workflow.2": [ps_no_cap, ps_p_over_m1, ps_not_normalised, ps_no_u, ps_m_fifth, ps_raw],
     "workflow.3": [loo_lppd, loo_raw, loo_flip, loo_ddof1, loo_psign],
-    "workflow.4": [sbc_random, sbc_fixed_theta, sbc_fresh_truth, sbc_lag, sbc_plus1, sbc_fraction],
+    "workflow.4": [sbc_random, sbc_fixed_theta, sbc_fresh_truth, sbc_lag, sbc_plus1, sbc_fraction, sbc_above, sbc_l_minus_1],
     "workflow.5": [("U", "decreasing"), ("inverted-U", "increasing"), ("U", "increasing"), "inverted-U", ("flat", "flat")],
     "workflow.6": [ppp_flip, ppp_no_post, ppp_sigma2, ppp_prior, ppp_post_only],
     "workflow.7": [bf_flip, bf_no_det, bf_tau_var, bf_one_obs],
@@ -178,7 +195,9 @@ def test_hints_name_the_mistake(seed):
     cases = [("workflow.1", moment_no_const, "constant in front"), ("workflow.2", ps_no_cap, "cap them"),
              ("workflow.3", loo_lppd, "within-sample lppd"), ("workflow.3", loo_ddof1, "ddof = 0"),
              ("workflow.6", ppp_prior, "prior predictive"), ("workflow.7", bf_flip, "log B_10"),
-             ("workflow.8", hm_one_minus, "1 - k"), ("workflow.4", sbc_random, "look uniform")]
+             ("workflow.8", hm_one_minus, "1 - k"), ("workflow.4", sbc_random, "look uniform"),
+             ("workflow.1", moment_never_inf, "square root of a negative"), ("workflow.1", moment_limit_sd_nan, "np.inf"),
+             ("workflow.4", sbc_above, "not above it"), ("workflow.4", sbc_l_minus_1, "exactly L draws")]
     for ex_id, wrong, text in cases:
         res = check(ex_id, wrong, rng=seed(29))
         assert res.status == "failed" and text in res.message, (ex_id, res.message)
