@@ -202,7 +202,10 @@ def test_likelihood_estimate_unbiased(ar1, make, seed):
     v = e.var(ddof=1)
     stat, se = e.mean() + v / 2, np.sqrt(v / 100 + v ** 2 / (2 * 99))
     assert abs(stat) < 5.5 * se + 0.03, (stat, se, v)
-    assert v < 1        # sanity: the lognormal regime (s^2 ~ 0.1 at N = 500, T = 20)
+    # sanity: the lognormal regime. s^2 depends on the data set (seed(7)): over 120 data sets (40 runs each) its median
+    # was 0.08 and it exceeded 1 at 2 (1.4 and 1.9: a surprising observation; the old bound v < 1 failed at seed offset
+    # 101). At those rare data sets the false-alarm rate above, simulated for s^2 in 0.07..0.2, is only approximate.
+    assert v < 4
 
 
 def test_filtering_means_match_kalman(ar1, seed):
