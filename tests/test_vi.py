@@ -544,9 +544,10 @@ def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch(seed):
              tol_rel_obj=None)                                # the full 2000 steps, not an early stop
     good = svi(log_prior, log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=seed(2), average=0.5)
     bad = svi(lambda Z: N / M * log_prior(Z), log_lik, N, 2, batch_size=M, n_iter=1000, lr=lr, rng=seed(2), average=0.5)
-    # tolerance 0.3 posterior sd: with Polyak averaging the leftover optimisation noise measured over seeds 2-4
-    # was at most 0.18 sd in the means and 4% in the sds
-    assert np.all(np.abs(good.q.mean - a.q.mean) < 0.3 * a.q.scale)
+    # the leftover optimisation noise with Polyak averaging, measured over seed offsets 0-139: the largest mean difference
+    # is 0.12 posterior sd on average (sd 0.065, right-skewed, largest 0.31 at offset 109, where the old tolerance 0.3
+    # failed), the largest sd ratio off by 0.022 on average (largest 0.054). Tolerances 0.45 sd and 15%.
+    assert np.all(np.abs(good.q.mean - a.q.mean) < 0.45 * a.q.scale)
     assert np.all(np.abs(good.q.scale / a.q.scale - 1) < 0.15)
     # counting the prior N/M = 6 times fits the posterior under a prior 6 times as precise (sd 1/sqrt(6)): `bad` lands
     # on ADVI's fit of that posterior, with the same 0.3 sd tolerance as above (measured over seed offsets 0-29: at most
@@ -556,7 +557,7 @@ def test_svi_minibatch_scaling_is_unbiased_and_matches_full_batch(seed):
               average=0.5, tol_rel_obj=None)
     assert np.all(np.abs(bad.q.mean - a6.q.mean) < 0.3 * a6.q.scale)
     # and that is far from the right fit: a -> a6 moved 1.26-2.69 posterior sds over offsets 0-29, so `bad`, within 0.3 sd
-    # of a6 in each coordinate, is more than 0.6 sd from `a` (twice the tolerance that `good` meets)
+    # of a6 in each coordinate, is more than 0.6 sd from `a` (as a norm; `good` is within 0.45 sd in each coordinate)
     assert np.linalg.norm((bad.q.mean - a.q.mean) / a.q.scale) > 0.6
     with pytest.raises(ValueError, match="batch_size"):
         svi(log_prior, log_lik, N, 2, batch_size=0, rng=seed(0))
