@@ -45,7 +45,8 @@ class Target:
                  name:str="",         # short description
                  mean=None,           # exact mean, if known
                  cov=None,            # exact covariance, if known
-                 batched:bool=False,  # logdensity also maps (n, dim) -> (n,) (checked by value_and_grad_batch)
+                 batched:bool=False,  # logdensity also maps (n, dim) -> (n,), each row's value from that row alone
+                                      # (only the output shape is checked; rows that interact give wrong values)
                  vg_batch:Callable=None, # X (n, dim) -> (values (n,), gradients (n, dim)) in closed form (plain
                                          # numpy, for the library's own models); autograd is used when None
                 tape:bool=True,      # let samplers, ADVI, flow fits and PBP replay autograd's graph from a `Tape`
@@ -53,9 +54,17 @@ class Target:
                 ):
         if not callable(logdensity):
             raise ValueError("logdensity must be callable")
-        self._logp, self.dim, self.name, self.batched = logdensity, check_count("dim", dim), name, batched
-        self.mean = None if mean is None else check_shape("mean", np.asarray(mean, float), (self.dim,))
-        self.cov = None if cov is None else check_shape("cov", np.asarray(cov, float), (self.dim, self.dim))
+        if grad is not None and not callable(grad):
+            raise ValueError(f"grad must be callable (or None), got {type(grad).__name__}")
+        if not isinstance(batched, (bool, np.bool_)):
+            raise ValueError(f"batched must be True or False, got {batched!r}")
+        self._logp, self.dim, self.name, self.batched = logdensity, check_count("dim", dim), name, bool(batched)
+        self.mean = None if mean is None else check_shape("mean", check_finite("mean", mean), (self.dim,))
+        self.cov = None if cov is None else check_shape("cov", check_finite("cov", cov), (self.dim, self.dim))
+        if self.cov is not None and not np.allclose(self.cov, self.cov.T, rtol=1e-10, atol=1e-12 * np.abs(self.cov).max()):
+            raise ValueError("cov must be symmetric")
+        if self.cov is not None and np.any(np.diag(self.cov) < 0):
+            raise ValueError("cov must have a non-negative diagonal (variances)")
         if vg_batch is not None and not callable(vg_batch):
             raise ValueError("vg_batch must be callable (or None)")
         self._grad, self._vg_batch, self.tape, self._replay = grad, vg_batch, bool(tape), None
@@ -95,7 +104,7 @@ class Target:
                    x, # one point, shape (dim,)
                   ) -> float:
         "Log density at one point."
-        x = np.asarray(x, dtype=float)
+        x = self._point(x)
         try:
             v = self._logp(x)
         except (ValueError, IndexError) as err:
@@ -165,11 +174,21 @@ class Target:
             raise _untraceable(err) from err
 
     def _point(self, x):
-        "x as a float array, refused (ValueError) unless it holds one point of dimension `dim`."
+        "x as a float array of shape (dim,) (a number for dim = 1), refused (ValueError) unless it is one point of dimension `dim`."
         x = np.asarray(x, dtype=float)
-        if x.size != self.dim:
-            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        if x.shape == () and self.dim == 1:
+            return x.reshape(1)
+        if x.shape != (self.dim,):
+            batch = "; for a batch of points use logdensity_batch or value_and_grad_batch" if x.ndim >= 2 else ""
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}{batch}")
         return x
+
+    def _batch(self, X):
+        "X as a float array of points (..., dim), refused (ValueError naming X) when its last axis is not `dim` long."
+        X = np.asarray(X, dtype=float)
+        if X.ndim == 0 or X.shape[-1] != self.dim:
+            raise ValueError(f"X must have shape (..., {self.dim}) (points in rows), got {X.shape}")
+        return X
 
     def value_and_grad(self,
                        x, # one point, shape (dim,)
@@ -222,7 +241,7 @@ class Target:
                              X, # points, shape (n, dim) (or any leading shape, (..., dim) -> (...) and (..., dim))
                             ):
         "Log densities (n,) and gradients (n, dim) at the rows of X (closed form, or one autograd pass when batched)."
-        X = np.asarray(X, dtype=float)
+        X = self._batch(X)
         if self._vg_batch is not None:
             v, g = self._vg_batch(X.reshape(-1, self.dim))
             return np.asarray(v, dtype=float).reshape(X.shape[:-1]), np.asarray(g, dtype=float).reshape(X.shape)
@@ -243,7 +262,7 @@ class Target:
                          X, # points, shape (n, dim) (or any leading shape, (..., dim) -> (...))
                         ) -> np.ndarray:
         "Log densities (n,) at the rows of X: one call when batched (checked to give one value per row), else row by row."
-        X = np.asarray(X, dtype=float)
+        X = self._batch(X)
         if not self.batched:
             return np.array([self.logdensity(x) for x in X.reshape(-1, self.dim)]).reshape(X.shape[:-1])
         try:
@@ -651,6 +670,7 @@ def correlated_gaussian(rho:float=0.9,     # correlation in (-1, 1)
                         scales=(1.0, 1.0), # marginal standard deviations
                        ) -> Target:
     "Zero-mean bivariate Gaussian target with correlation `rho`."
+    rho = float(check_shape("rho", check_finite("rho", rho), ()))    # a number: "0.5" or an array is refused, named
     if not -1 < rho < 1:
         raise ValueError(f"rho must lie in (-1, 1), got {rho}")
     s = check_positive("scales", scales)
@@ -667,26 +687,40 @@ def correlated_gaussian(rho:float=0.9,     # correlation in (-1, 1)
                   vg_batch=vg)
 
 def gaussian_target(mean=None,   # mean (dim,); default zeros
-                    cov=None,    # covariance (dim, dim); or give `sd`
-                    sd=None,     # standard deviations (dim,) of independent coordinates
-                    dim:int=None, # dimension, needed only when neither `mean` nor `cov` nor `sd` fixes it
+                    cov=None,    # covariance (dim, dim), or a number v for v I; or give `sd`
+                    sd=None,     # standard deviations (dim,) of independent coordinates, or one number for all of them
+                    dim:int=None, # dimension: fixes the size of a number `sd` or `cov` (else the mean's, else 1);
+                                  # must agree with `mean`, `cov` and `sd` when they fix it
                    ) -> Target:
     "Multivariate Gaussian N(mean, cov) (or with diagonal sd) as a batched Target with closed-form gradients."
     if (cov is None) == (sd is None):
         raise ValueError("give exactly one of cov and sd")
+    dim = None if dim is None else check_count("dim", dim)
+    if mean is not None:
+        mean = check_finite("mean", np.atleast_1d(mean))
+        if mean.ndim != 1:
+            raise ValueError(f"mean must be a number or 1-d, got shape {mean.shape}")
+    n = dim if dim is not None else (mean.size if mean is not None else 1)   # the size a number sd or cov is given
     if sd is not None:
-        s = check_positive("sd", np.atleast_1d(np.asarray(sd, float)))
-        if s.ndim != 1: raise ValueError(f"sd must be 1-d, got shape {s.shape}")
+        s = check_positive("sd", sd)
+        if s.ndim > 1:
+            raise ValueError(f"sd must be a number or 1-d, got shape {s.shape}")
+        s, what = (np.full(n, float(s)) if s.ndim == 0 else s), "sd"
         d = s.size
     else:
-        cov = check_finite("cov", cov)
+        cov, what = check_finite("cov", cov), "cov"
         if cov.ndim == 0:
-            cov = cov.reshape(1, 1)      # a scalar variance: one dimension, as `check_spd` reads it
-        d = cov.shape[0] if cov.ndim == 2 else -1
-    mean = np.zeros(d if d > 0 else check_count("dim", dim)) if mean is None else check_finite("mean", np.atleast_1d(mean))
-    if mean.ndim != 1 or (d > 0 and mean.size != d):
-        raise ValueError(f"mean must have shape ({d},), got {mean.shape}")
-    d = mean.size
+            cov = float(cov) * np.eye(n)      # a number v: v I (one dimension unless dim or mean says otherwise)
+        elif cov.ndim != 2:
+            raise ValueError(f"cov must be a number or a matrix (dim, dim), got shape {cov.shape}"
+                             + ("; for independent coordinates give sd" if cov.ndim == 1 else ""))
+        d = cov.shape[0]
+    if dim is not None and dim != d:
+        raise ValueError(f"dim={dim} disagrees with {what}, which gives dimension {d}")
+    if mean is None:
+        mean = np.zeros(d)
+    elif mean.size != d:
+        raise ValueError(f"mean must have shape ({d},) (the dimension {what} gives), got {mean.shape}")
     if sd is not None:
         prec, c = 1.0 / s**2, -0.5 * d * np.log(2 * np.pi) - np.sum(np.log(s))
         def logp(x): return c - 0.5 * anp.sum((x - mean)**2 * prec, axis=-1)
@@ -710,7 +744,8 @@ def banana(b:float=0.1,   # curvature (b = 0 gives a Gaussian)
            s1:float=10.,  # standard deviation of x1
           ) -> Target:
     "Haario's banana: x1 ~ N(0, s1^2), x2 | x1 ~ N(b x1^2 - b s1^2, 1)."
-    check_finite("b", b); check_positive("s1", s1)
+    b = float(check_shape("b", check_finite("b", b), ()))
+    s1 = float(check_shape("s1", check_positive("s1", s1), ()))
     c = -np.log(2 * np.pi) - np.log(s1)
     def logp(x):
         x1, x2 = x[..., 0], x[..., 1]
@@ -728,7 +763,10 @@ def funnel(dim:int=10,      # total dimension (v plus dim - 1 x's)
           ) -> Target:
     "Neal's funnel: v ~ N(0, scale^2), x_i | v ~ N(0, e^v); coordinate 0 is v."
     dim = check_count("dim", dim, 2)
-    check_positive("scale", scale)
+    scale = float(check_shape("scale", check_positive("scale", scale), ()))
+    if scale**2 / 2 >= np.log(np.finfo(float).max):
+        raise ValueError(f"scale must be below {np.sqrt(2 * np.log(np.finfo(float).max)):.1f} (the variance exp(scale^2/2) "
+                         f"of the x's overflows), got {scale}")
     k, h = dim - 1, 0.5 * np.log(2 * np.pi)
     def logp(x):
         v, xs = x[..., 0], x[..., 1:]
@@ -780,9 +818,9 @@ def breast_cancer_logistic(prior_scale:float=1., # prior standard deviation of e
 # %% ../nbs/00b_targets.ipynb #47056ff7
 def fig_targets(n_grid:int=120, # grid points per axis
                ):
-    "Log-density contours (down to 12 nats below the mode) of four standard targets in 2-d; the last is a logistic regression on iris."
+    "Log-density contours (down to 12 nats below the mode) of four standard targets in 2-d; the last is a logistic regression on iris. The Gaussian and iris panels hold the whole 12-nat region; the banana and funnel panels are crops (their arms and mouth reach further)."
     X, y = load_iris_2d(standardize=True)
-    panels = [(correlated_gaussian(0.9), (-3, 3), (-3, 3)),
+    panels = [(correlated_gaussian(0.9), (-5.5, 5.5), (-5.5, 5.5)),
               (banana(0.1, 10.), (-25, 25), (-15, 45)),
               (funnel(2, 3.), (-15, 15), (-8, 8)),
               (logistic_regression(X, y, 2.0), (-1, 12), (-10, 1))]

@@ -63,26 +63,130 @@ def int_seed(rng, # any value passed as `rng`
         return int(rng)
     return None
 
+def _const_key(k):
+    "A constant or default as a key that tells 1, 1.0 and True apart (and 0.0 from -0.0), as CPython's constant key does."
+    if inspect.iscode(k):
+        return _code_key(k)
+    if isinstance(k, (tuple, frozenset)):
+        items = sorted(k, key=repr) if isinstance(k, frozenset) else k
+        return (type(k), tuple(_const_key(v) for v in items))
+    if isinstance(k, (float, complex)):
+        return (type(k), repr(k))
+    return (type(k), k)
+
 def _code_key(code):
-    "What a function computes, as far as its code shows: bytecode, constants (nested code too), names; no file or line."
-    consts = tuple(_code_key(k) if inspect.iscode(k) else k for k in code.co_consts)
+    "What a function computes, as far as its code shows: bytecode, typed constants (nested code too), names; no file or line."
+    consts = tuple(_const_key(k) for k in code.co_consts)
     return (code.co_name, code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars)
+
+def _names_read(code):
+    "The global (and attribute) names a code object and the functions nested in it read."
+    out = set(code.co_names)
+    for k in code.co_consts:
+        if inspect.iscode(k):
+            out |= _names_read(k)
+    return out
+
+_MISSING = object()
+_SKIP_ATTRS = {"__dict__", "__weakref__", "__module__", "__doc__", "__annotations__", "_abc_impl", "__firstlineno__"}
+
+def _same(a, b, seen):
+    """Whether `a` (a notebook's object) computes what `b` (the package's) does: the same object; equal constants of one
+    type (or arrays, containers of such); or functions (classes) of equal code whose defaults, closures and the globals they read are, recursively,
+    the same in this sense (module dunders such as `__name__` aside). Anything else (an instance the notebook built again) counts as different."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (int, float, complex, str, bytes)):
+        return _const_key(a) == _const_key(b)
+    if isinstance(a, np.ndarray):
+        try:
+            return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        except TypeError:
+            return False
+    if (id(a), id(b)) in seen:                          # a cycle (a method reading its own class): assume, check elsewhere
+        return True
+    seen.add((id(a), id(b)))
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y, seen) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], seen) for k in a)
+    if hasattr(a, "__cache_seeded__"):                  # a `cache_seeded` function: its settings and what it wraps
+        return a.__cache_seeded__ == b.__cache_seeded__ and _same(a.__wrapped__, b.__wrapped__, seen)
+    if inspect.isfunction(a):
+        if a.__qualname__ != b.__qualname__ or _code_key(a.__code__) != _code_key(b.__code__):
+            return False
+        try:
+            cells = ([c.cell_contents for c in a.__closure__ or ()], [c.cell_contents for c in b.__closure__ or ()])
+        except ValueError:                              # an empty closure cell
+            return False
+        return (_same(a.__defaults__, b.__defaults__, seen) and _same(a.__kwdefaults__, b.__kwdefaults__, seen)
+                and _same(*cells, seen)
+                and _same(getattr(a, "__wrapped__", _MISSING), getattr(b, "__wrapped__", _MISSING), seen)
+                and all(_same(a.__globals__.get(n, _MISSING), b.__globals__.get(n, _MISSING), seen)
+                        for n in sorted(_names_read(a.__code__)) if not (n.startswith("__") and n.endswith("__"))))
+    if isinstance(a, (staticmethod, classmethod)):
+        return _same(a.__func__, b.__func__, seen)
+    if isinstance(a, property):
+        return all(_same(getattr(a, n), getattr(b, n), seen) for n in ("fget", "fset", "fdel"))
+    if isinstance(a, type):
+        attrs = [{k: v for k, v in vars(c).items() if k not in _SKIP_ATTRS} for c in (a, b)]
+        return a.__qualname__ == b.__qualname__ and _same(a.__bases__, b.__bases__, seen) and _same(*attrs, seen)
+    if hasattr(a, "cache_parameters") and hasattr(a, "__wrapped__"):      # an lru cache
+        return a.cache_parameters() == b.cache_parameters() and _same(a.__wrapped__, b.__wrapped__, seen)
+    if type(a).__name__ == "_tuplegetter":                                # a namedtuple's field
+        return a.__reduce__() == b.__reduce__()
+    if isinstance(a, inspect.Signature):
+        return _same([(p.name, p.kind, p.default) for p in a.parameters.values()],
+                     [(p.name, p.kind, p.default) for p in b.parameters.values()], seen)
+    return False
+
+def _same_code(a, b) -> bool:
+    "`_same(a, b)`, and False where the comparison runs too deep."
+    try:
+        return _same(a, b, set())
+    except RecursionError:
+        return False
+
+def _notebook_globals_read(f):
+    """The names of `f.__globals__` that `f` reads, directly or through the functions and classes of that same
+    namespace it reads (a notebook's helpers), with their current values."""
+    g, names, todo = f.__globals__, set(), [f]
+    while todo:
+        h = todo.pop()
+        codes = [h.__code__] if inspect.isfunction(h) else [
+            v.__code__ for v in vars(h).values() if inspect.isfunction(v)] + [
+            v.__func__.__code__ for v in vars(h).values() if isinstance(v, (staticmethod, classmethod))] + [
+            v.fget.__code__ for v in vars(h).values() if isinstance(v, property) and v.fget is not None]
+        for code in codes:
+            for n in _names_read(code) - names:
+                names.add(n)
+                v = g.get(n)
+                if (inspect.isfunction(v) and v.__globals__ is g) or (isinstance(v, type) and v.__module__ == g.get("__name__")):
+                    todo.append(v)
+    names = sorted(names)
+    return names, tuple(g.get(n, _MISSING) for n in names)
 
 _SEEDED_CACHES = {}   # (qualname, code key, defaults) -> the lru caches of the package's functions with that key
 
 def _shared_cache(f, maxsize):
-    """The lru cache for `f`. A package function gets a new one, registered under its name, code and defaults; a
-    notebook's redefinition of it (module `__main__`, same name, code and defaults) gets that same cache; anything
-    else (a function of the notebook's own, or one edited by the reader) a new, unregistered one."""
+    """The lru cache for `f` (typed: 1, 1.0 and True are different calls). A package function gets a new one,
+    registered under its name, code and defaults; a notebook's redefinition of it (module `__main__`, same name, code
+    and defaults, and the globals it reads are the package's or, recursively, equal redefinitions of them) gets that
+    same cache; anything else (a function of the notebook's own, or one whose code, or a helper's code, the reader
+    edited) a new, unregistered one."""
     try:
-        key = (f.__qualname__, _code_key(f.__code__), f.__defaults__, tuple(sorted((f.__kwdefaults__ or {}).items())))
+        key = (f.__qualname__, _code_key(f.__code__), _const_key(f.__defaults__),
+               tuple(sorted((k, _const_key(v)) for k, v in (f.__kwdefaults__ or {}).items())))
         hash(key)
     except (AttributeError, TypeError):                 # a callable object, or a default that cannot be hashed
-        return functools.lru_cache(maxsize)(f)
+        return functools.lru_cache(maxsize, typed=True)(f)
     if getattr(f, "__module__", None) == "__main__":
-        twins = [c for c in _SEEDED_CACHES.get(key, []) if c.cache_parameters()["maxsize"] == maxsize]
-        return twins[0] if len(twins) == 1 else functools.lru_cache(maxsize)(f)
-    cached = functools.lru_cache(maxsize)(f)
+        twins = [c for c in _SEEDED_CACHES.get(key, []) if c.cache_parameters()["maxsize"] == maxsize
+                 and _same_code(f, c.__wrapped__)]
+        return twins[0] if len(twins) == 1 else functools.lru_cache(maxsize, typed=True)(f)
+    cached = functools.lru_cache(maxsize, typed=True)(f)
     _SEEDED_CACHES.setdefault(key, []).append(cached)
     return cached
 
@@ -92,17 +196,30 @@ def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped 
     """Decorator: memoise a function on the calls whose random arguments (named `rng`, `seed` or `..._rng`) are all
     int seeds. Any other value (None, a SeedSequence, a Generator) runs the function afresh, so a Generator is used
     and advances, as SPEC 7 expects, instead of being looked up by identity. A call with an argument that cannot be
-    hashed (an array of data) runs afresh too: only hashable arguments can be looked up. A chapter notebook redefines
-    every function it exports; such a redefinition (module `__main__`, same name, code and defaults as the package's
-    function) shares the package function's cache, so a figure drawn by the package early in the chapter is not
-    computed again by the notebook's own copy later (what the copy returns may then be an instance of the package's
-    class, not of the notebook's redefinition of it)."""
+    hashed (an array of data) runs afresh too: only hashable arguments can be looked up. The cache is typed: `n=1`,
+    `n=1.0` and `n=True` are three calls. A chapter notebook redefines every function it exports; such a redefinition
+    (module `__main__`, same name, code and defaults as the package's function, and every global it reads the
+    package's own object or an identical redefinition of it, checked recursively) shares the package function's cache,
+    so a figure drawn by the package early in the chapter is not computed again by the notebook's own copy later
+    (what the copy returns may then be an instance of the package's class, not of the notebook's redefinition of it).
+    In a notebook, a call after the reader rebinds a global the function reads (directly or through the notebook's
+    helpers it calls) decides again, and never returns a result cached before the edit."""
     def decorate(f):
         sig = inspect.signature(f)
         names = [p for p in sig.parameters if p in ("rng", "seed") or p.endswith("_rng")]
         if not names:
             raise ValueError(f"cache_seeded: {f.__name__} has no argument named rng, seed or ..._rng")
-        cached = _shared_cache(f, maxsize)
+        in_notebook = inspect.isfunction(f) and getattr(f, "__module__", None) == "__main__"
+        state = {"cached": _shared_cache(f, maxsize),
+                 "reads": _notebook_globals_read(f) if in_notebook else None}
+        def current():
+            "The cache to use now: chosen again when a notebook global the function reads was rebound since."
+            if in_notebook:
+                reads = _notebook_globals_read(f)
+                old = state["reads"]
+                if reads[0] != old[0] or any(x is not y for x, y in zip(reads[1], old[1])):
+                    state["cached"], state["reads"] = _shared_cache(f, maxsize), reads
+            return state["cached"]
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
             bound = sig.bind(*args, **kwargs); bound.apply_defaults()
@@ -114,9 +231,11 @@ def cache_seeded(maxsize:int=8,     # results kept (least recently used dropped 
                 hash((bound.args, tuple(bound.kwargs.items())))
             except TypeError:                                   # an array or a list: no cache key, run afresh
                 return f(*bound.args, **bound.kwargs)
-            out = cached(*bound.args, **bound.kwargs)
+            out = current()(*bound.args, **bound.kwargs)
             return _copy.deepcopy(out) if copy else out
-        wrapper.cache_clear, wrapper.cache_info = cached.cache_clear, cached.cache_info
+        wrapper.__cache_seeded__ = (maxsize, copy)
+        wrapper.cache_clear = lambda: current().cache_clear()
+        wrapper.cache_info = lambda: current().cache_info()
         return wrapper
     return decorate
 
@@ -126,6 +245,8 @@ def check_finite(name:str, # argument name used in the error message
                  x,        # array-like to check
                 ) -> np.ndarray:
     "Return `x` as a float array, raising ValueError naming `name` if it is not real numbers (complex ones too) or holds NaN or inf."
+    if x is None:                       # np.asarray(None, float) is NaN: "non-finite" would mislead
+        raise ValueError(f"{name} must be a number or an array of numbers, got None")
     try:
         a = np.asarray(x)
         if not np.iscomplexobj(a):      # complex: refused below (a float conversion would drop the imaginary part)
@@ -166,7 +287,12 @@ def check_shape(name:str,  # argument name used in the error message
                 shape:tuple, # expected shape; None entries match any length
                ) -> np.ndarray:
     "Return `x` as an array, raising ValueError naming `name` unless it has `shape`."
-    a = np.asarray(x)
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError):     # a ragged list: numpy's message would not name `name`
+        raise ValueError(f"{name} must be an array, got {type(x).__name__} {x!r:.60}") from None
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
     if a.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, a.shape)):
         want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
         raise ValueError(f"{name} must have shape {want}, got {a.shape}")
@@ -193,9 +319,12 @@ def check_spd(name:str,  # argument name used in the error message
         A = A.reshape(1, 1)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {A.shape}")
+    if A.size == 0:
+        raise ValueError(f"{name} must be a non-empty matrix, got shape {A.shape}")
     if d is not None:
-        check_shape(name, A, (d, d))
-    if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(A).max()))):
+        check_shape(name, A, (check_count("d", d), check_count("d", d)))
+    # relative to the largest entry, with no floor: a covariance of scale 1e-12 is held to the standard of one of scale 1
+    if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * float(np.abs(A).max())):
         raise ValueError(f"{name} must be symmetric")
     from scipy import linalg     # here, not at the top: `import bayesnotes` (which loads this module) stays light
     try:
@@ -227,14 +356,17 @@ def raises(expected,        # exception class (or tuple of classes) the block mu
 def warns(expected,        # warning class (or tuple of classes) the block must issue
           match:str=None,  # regular expression that `re.search` must find in the warning's message (None: any message)
          ):
-    "Context manager that fails (AssertionError) unless its block issues a warning of class `expected` matching `match`; the others are issued again. Yields the list of warnings recorded."
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        yield record
-    hit = [w for w in record if issubclass(w.category, expected) and (match is None or re.search(match, str(w.message)))]
-    for w in record:
-        if not any(w is h for h in hit):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    "Context manager that fails (AssertionError) unless its block issues a warning of class `expected` matching `match`; the others are issued again (also when the block raises). Yields the list of warnings recorded."
+    record = []
+    try:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            yield record
+    finally:                            # also when the block raises: the warnings it issued are not swallowed
+        hit = [w for w in record if issubclass(w.category, expected) and (match is None or re.search(match, str(w.message)))]
+        for w in record:
+            if not any(w is h for h in hit):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     if not hit:
         said = "; ".join(f"{w.category.__name__}: {w.message}" for w in record) or "no warning"
         raise AssertionError(f"expected a {getattr(expected, '__name__', expected)}"
@@ -247,13 +379,17 @@ def renamed(**old_to_new, # old keyword name -> its new name, a parameter of the
     def decorate(f):
         params = inspect.signature(f).parameters
         for old, new in old_to_new.items():
-            if new not in params or old in params:
-                raise ValueError(f"renamed: {new!r} must be a parameter of {f.__name__} and {old!r} must not be")
+            if new not in params or old in params or params[new].kind not in (params[new].POSITIONAL_OR_KEYWORD,
+                                                                              params[new].KEYWORD_ONLY):
+                raise ValueError(f"renamed: {new!r} must be a parameter of {f.__name__} and {old!r} must not be (the "
+                                 "new name one that can be passed by keyword: not *args, **kwargs or positional-only)")
+        position = {new: list(params).index(new) for new in old_to_new.values()
+                    if params[new].kind == params[new].POSITIONAL_OR_KEYWORD}   # where `new` can also come positionally
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
             for old, new in old_to_new.items():
                 if old in kwargs:
-                    if new in kwargs:
+                    if new in kwargs or position.get(new, len(args)) < len(args):
                         raise TypeError(f"{f.__name__}() got {new!r} and its old name {old!r}: pass {new!r} only")
                     warnings.warn(f"{f.__name__}: the argument {old!r} is now called {new!r}; the old name will be "
                                   "removed in the next release", DeprecationWarning, stacklevel=2)

@@ -285,6 +285,32 @@ BAD = [
     (lambda: as_rng(1.5), ValueError, r"rng must be None"),
     (lambda: spawn_rng(0, -1), ValueError, r"k must be an integer >= 0"),
     (lambda: blas_threads(0), ValueError, r"n must be an integer >= 1"),
+    # --- review 00a/00b: a point or a batch of the wrong dimension was a silent number; gaussian_target ignored dim
+    (lambda: Target(good, 3).logdensity(np.ones(5)), ValueError, r"^x must have shape \(3,\), got \(5,\)"),
+    (lambda: Target(good, 3).logdensity(np.ones((4, 3))), ValueError, r"^x must have shape \(3,\), got \(4, 3\); for a batch"),
+    (lambda: Target(good, 3).value_and_grad(np.ones((1, 3))), ValueError, r"^x must have shape \(3,\), got \(1, 3\)"),
+    (lambda: Target(good, 3).value_and_grad(np.ones((3, 1))), ValueError, r"^x must have shape \(3,\), got \(3, 1\)"),
+    (lambda: Target(good, 3).hessian(np.ones((1, 3))), ValueError, r"^x must have shape \(3,\), got \(1, 3\)"),
+    (lambda: correlated_gaussian().logdensity(np.ones((4, 2))), ValueError, r"^x must have shape \(2,\), got \(4, 2\); for a batch"),
+    (lambda: Target(good, 3, batched=True).value_and_grad_batch(np.ones((4, 6))), ValueError, r"^X must have shape \(\.\.\., 3\)"),
+    (lambda: Target(good, 3, batched=True).logdensity_batch(np.ones((4, 2))), ValueError, r"^X must have shape \(\.\.\., 3\)"),
+    (lambda: Target(good, 3).logdensity_batch(np.ones((3, 2))), ValueError, r"^X must have shape \(\.\.\., 3\) \(points in rows\), got \(3, 2\)"),
+    (lambda: correlated_gaussian().value_and_grad_batch(np.ones((4, 6))), ValueError, r"^X must have shape \(\.\.\., 2\)"),
+    (lambda: gaussian_target(sd=[1.0, 2.0], dim=3), ValueError, r"^dim=3 disagrees with sd, which gives dimension 2"),
+    (lambda: gaussian_target(cov=np.eye(2), dim=3), ValueError, r"^dim=3 disagrees with cov"),
+    (lambda: gaussian_target(cov=[1.0, 2.0]), ValueError, r"^cov must be a number or a matrix \(dim, dim\).*give sd"),
+    (lambda: gaussian_target(sd=1.0, dim=0), ValueError, r"^dim must be an integer >= 1"),
+    (lambda: gaussian_target(mean=np.zeros(2), sd=1.0, dim=3), ValueError, r"^mean must have shape \(3,\)"),
+    # --- review 00b item 16: Target's and the standard targets' arguments (were accepted, or numpy's errors)
+    (lambda: Target(good, 3, grad=5), ValueError, r"^grad must be callable"),
+    (lambda: Target(good, 3, batched="no"), ValueError, r"^batched must be True or False"),
+    (lambda: Target(good, 3, mean=[np.nan, 0, 0]), ValueError, r"^mean must be finite"),
+    (lambda: Target(good, 2, cov=-np.eye(2)), ValueError, r"^cov must have a non-negative diagonal"),
+    (lambda: Target(good, 2, cov=[[1.0, 0.5], [0.0, 1.0]]), ValueError, r"^cov must be symmetric"),
+    (lambda: funnel(scale=40), ValueError, r"^scale must be below 37\.7"),
+    (lambda: banana(b=[0.1, 0.2]), ValueError, r"^b must have shape \(\)"),
+    (lambda: correlated_gaussian("high"), ValueError, r"^rho must be a number"),
+    (lambda: correlated_gaussian(np.array([0.5, 0.2])), ValueError, r"^rho must have shape \(\)"),
 ]
 
 

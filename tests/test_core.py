@@ -530,29 +530,77 @@ def test_cache_seeded_caches_int_seeds_and_nothing_else():
 
 def test_cache_seeded_shares_the_cache_of_a_notebook_redefinition():
     "A chapter notebook redefines every function it exports (module __main__): an identical redefinition shares the package function's cache; an edited one, or a function of the notebook's own, does not."
-    import textwrap, types
+    import textwrap
     from bayesnotes.utils import cache_seeded
     src = textwrap.dedent('''
-        calls = []
         @cache_seeded(maxsize=4)
         def fit(n, rng=0):
-            calls.append(n)
+            calls.append((__name__, n))
             return as_rng(rng).normal(size=n)
         ''')
-    def define(module_name, source=src):
-        ns = {"__name__": module_name, "cache_seeded": cache_seeded, "as_rng": as_rng}
+    calls = []                                             # one log, seen by every copy (a global list is data: a copy
+    def define(module_name, source=src):                   # with a list of its own would not share)
+        ns = {"__name__": module_name, "cache_seeded": cache_seeded, "as_rng": as_rng, "calls": calls}
         exec(compile(source, f"<{module_name}>", "exec"), ns)
         return ns
     pkg = define("bayesnotes._test_shared_cache")         # the package's copy, defined first (imported at the top)
     a = pkg["fit"](3, 7)
     nb = define("__main__")                                # the notebook's export cell, run later
-    assert nb["fit"](3, 7) is a and nb["calls"] == [] and nb["fit"].cache_info().hits == 1
+    assert nb["fit"](3, 7) is a and len(calls) == 1 and nb["fit"].cache_info().hits == 1
     edited = define("__main__", src.replace("normal", "uniform"))      # the reader changed it: computed afresh
-    assert not np.array_equal(edited["fit"](3, 7), a) and edited["calls"] == [3]
+    assert not np.array_equal(edited["fit"](3, 7), a) and len(calls) == 2
     other = define("bayesnotes._another_module")           # package code elsewhere: never shares with a package function
-    assert other["fit"](3, 7) is not a and other["calls"] == [3]
+    assert other["fit"](3, 7) is not a and len(calls) == 3
     again = define("__main__")                             # now two package functions match: ambiguous, so no sharing
-    assert again["fit"](3, 7) is not a and again["calls"] == [3]
+    assert again["fit"](3, 7) is not a and len(calls) == 4
+
+
+def _define(module_name, source, **names):
+    from bayesnotes.utils import cache_seeded
+    ns = {"__name__": module_name, "cache_seeded": cache_seeded, "as_rng": as_rng, **names}
+    exec(compile(source, f"<{module_name}>", "exec"), ns)
+    return ns
+
+
+def test_cache_seeded_sees_a_notebook_edit_to_a_helper():
+    "Review 00a item 1: an identical redefinition shared the package's cache even when a helper it calls was edited, and so ran the package's helper, on new seeds too."
+    import textwrap
+    src = textwrap.dedent('''
+        SCALE = 2
+        def helper(x): return x * SCALE
+        class Box:
+            def __init__(self, v): self.v = helper(v)
+        @cache_seeded()
+        def fit(n, rng=0, scale=1): return Box(as_rng(rng).normal() * scale).v
+        ''')
+    pkg = _define("bayesnotes._test_helper_edit", src)
+    a = pkg["fit"](1, rng=5)
+    same = _define("__main__", src)                                   # an identical copy, helpers and class too
+    assert same["fit"](1, rng=5) is a and same["fit"].cache_info().hits == 1
+    for edit in ("def helper(x): return 1000.0",                      # the helper it calls (through a class)
+                 "SCALE = 2.0",                                       # a constant it reads: 2 and 2.0 differ
+                 "class Box:\n    def __init__(self, v): self.v = -helper(v)"):    # the class it builds
+        nb = _define("__main__", src + edit + "\n")                  # edited after fit was defined
+        for seed in (5, 6):                                           # the cached seed and a new one
+            assert nb["fit"](1, rng=seed) == nb["fit"].__wrapped__(1, rng=seed), edit
+    nb = _define("__main__", src)                                     # identical at first: shares ...
+    assert nb["fit"](1, rng=5) is a
+    exec("def helper(x): return 1000.0", nb)                          # ... until the reader reruns an edited helper cell
+    assert nb["fit"](1, rng=5) == 1000.0 and nb["fit"](1, rng=6) == 1000.0
+    assert pkg["fit"](1, rng=5) is a                                  # the package's cache is left alone
+
+
+def test_cache_seeded_keys_are_typed():
+    "Review 00a item 1: 1, 1.0 and True were one cache entry, and defaults or constants 1 / True, 2 / 2.0 one cache."
+    import textwrap
+    src = "@cache_seeded()\ndef fit(n, rng=0, scale=1): return (n, as_rng(rng).normal() * scale * 2)\n"
+    pkg = _define("bayesnotes._test_typed", src)
+    outs = [pkg["fit"](v, rng=5) for v in (1, 1.0, True)]
+    assert [type(o[0]) for o in outs] == [int, float, bool] and pkg["fit"].cache_info().misses == 3
+    for edit in (src.replace("scale=1", "scale=True"), src.replace("* 2)", "* 2.0)")):
+        nb = _define("__main__", edit)
+        nb["fit"](1, rng=5)
+        assert nb["fit"].cache_info().hits == 0 and nb["fit"].cache_info().misses == 1, edit
 
 
 # ---------------------------------------------------------------- review 00_foundations: traps that are now closed
@@ -672,3 +720,89 @@ def test_figure_modules_of_the_package_include_every_chapter_with_figures():
     from bayesnotes import plotting
     found = plotting.figure_modules()
     assert {"core", "targets", "ais", "pmcmc", "vqvae"} <= set(found) and "plotting" not in found and "utils" not in found
+
+
+# ---------------------------------------------------------------- review 00a/00b (utils, targets): traps now closed
+def test_check_spd_symmetry_is_relative_to_the_scale():
+    "Review 00a item 10: the tolerance had a floor of 1e-12, so an asymmetric covariance of scale 1e-12 was accepted and read from its lower triangle."
+    S = np.array([[1e-12, 9e-13], [0.0, 1e-12]])
+    for scale in (1.0, 1e12, 1e-6):
+        with pytest.raises(ValueError, match="^S must be symmetric"):
+            check_spd("S", S * scale)
+    good = np.array([[2.0, 0.9], [0.9, 1.0]])
+    for scale in (1e-14, 1.0, 1e14):
+        A = good * scale; A[0, 1] *= 1 + 1e-13                       # rounding-level asymmetry passes at any scale
+        assert np.allclose(check_spd("S", A) @ check_spd("S", A).T, A, rtol=1e-9, atol=0)
+    with pytest.raises(ValueError, match="^S must be a non-empty matrix"):
+        check_spd("S", np.zeros((0, 0)))                              # old: numpy's "zero-size array to reduction"
+    for d in (0, 1.5, True):
+        with pytest.raises(ValueError, match="^d must be an integer >= 1"):
+            check_spd("S", np.eye(2), d=d)                            # old: "S must have shape (0, 0)"
+
+
+def test_warns_reissues_other_warnings_when_the_block_raises():
+    "Review 00a item 8: a warning issued in a block that then raised was swallowed."
+    import warnings
+    from bayesnotes.utils import warns
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyError):
+            with warns(RuntimeWarning):
+                warnings.warn("keep me", UserWarning)
+                raise KeyError("k")
+    assert [str(w.message) for w in outer] == ["keep me"]
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        with warns(RuntimeWarning):
+            warnings.warn("expected", RuntimeWarning); warnings.warn("other", UserWarning)
+    assert [str(w.message) for w in outer] == ["other"]
+
+
+def test_target_refuses_points_of_another_shape_and_gaussian_target_reads_dim():
+    "Review 00b items 2-4, 6, 7: wrong shapes gave silent numbers (a batch summed into one), and dim was ignored."
+    from bayesnotes.targets import Target, correlated_gaussian, gaussian_target
+    t = Target(lambda x: -0.5 * anp.sum(x**2), 3)
+    for bad in (np.ones(5), np.ones((4, 3)), np.ones((1, 3)), np.ones((3, 1))):
+        for method in (t.logdensity, t.value_and_grad, t.grad, t.hessian):
+            with pytest.raises(ValueError, match=r"^x must have shape \(3,\)"):
+                method(bad)
+    v, g = t.value_and_grad(np.ones(3))
+    assert v == -1.5 and g.shape == (3,)
+    one = Target(lambda x: -0.5 * anp.sum(x**2), 1)                  # dim 1: a number is one point
+    assert one.logdensity(2.0) == -2.0 and one.value_and_grad(2.0)[1].shape == (1,)
+    cg = correlated_gaussian()
+    for method in (cg.logdensity_batch, cg.value_and_grad_batch):
+        with pytest.raises(ValueError, match=r"^X must have shape \(\.\.\., 2\)"):
+            method(np.ones((4, 6)))
+    assert cg.value_and_grad_batch(np.ones((2, 3, 2)))[1].shape == (2, 3, 2)
+    gt = gaussian_target(sd=2.0, dim=3)                                # old: dim=1, dim silently ignored
+    assert gt.dim == 3 and np.allclose(gt.cov, 4 * np.eye(3))
+    assert np.isclose(gt.logdensity(np.ones(3)), stats.multivariate_normal(np.zeros(3), 4 * np.eye(3)).logpdf(np.ones(3)))
+    assert gaussian_target(cov=2.0, dim=2).dim == 2 and np.allclose(gaussian_target(cov=2.0, dim=2).cov, 2 * np.eye(2))
+    assert gaussian_target(mean=np.ones(4), sd=1.0).dim == 4           # a number sd takes the mean's dimension
+    assert gaussian_target(sd=1.0).dim == 1 and gaussian_target(sd=[1.0, 2.0], dim=2).dim == 2
+
+
+def test_checks_name_the_argument_on_odd_input():
+    "Review 00a item 9: a ragged list, an int shape and None gave numpy's or Python's words, or a misleading one."
+    with pytest.raises(ValueError, match="^x must be an array"):
+        check_shape("x", [[1], [1, 2]], (2,))                         # old: numpy's "inhomogeneous shape"
+    assert check_shape("x", np.zeros(3), 3).shape == (3,)             # old: TypeError, len() of an int
+    with pytest.raises(ValueError, match=r"^x must have shape \(3,\)"):
+        check_shape("x", np.zeros(2), 3)
+    with pytest.raises(ValueError, match="^x must be a number or an array of numbers, got None"):
+        check_finite("x", None)                                       # old: "x must be finite; it has 1 non-finite"
+
+
+def test_renamed_reports_a_clash_under_the_old_name_and_checks_the_new_one():
+    "Review 00a item 13: new by position plus old by keyword gave Python's 'multiple values' without the old name; a **kwargs or positional-only new name was accepted."
+    from bayesnotes.utils import renamed
+    @renamed(logp="target")
+    def f(target, n=1): return target, n
+    with pytest.warns(DeprecationWarning):
+        assert f(logp=2) == (2, 1)
+    with pytest.raises(TypeError, match="got 'target' and its old name 'logp'"):
+        f(1, logp=2)
+    for fn in (lambda a, **kw: a, lambda a, /, b=1: a):
+        with pytest.raises(ValueError, match="^renamed: 'kw' must be a parameter|^renamed: 'a' must be a parameter"):
+            renamed(x="kw" if "kw" in fn.__code__.co_varnames else "a")(fn)
