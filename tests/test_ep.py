@@ -366,6 +366,9 @@ def test_breast_cancer_ep_fast_and_accurate(seed):
     assert dt < 3.0, dt
     # 20000 draws: the importance ESS fluctuates (heavy-tailed weights) and fell below 1000 at 1 seed in 20 with 10000
     ref = importance_reference(X, y, 1.0, "probit", (ep.mean, ep.cov), n_draws=20000, rng=seed(11))
+    if ref.ess <= 1000:   # a precondition of the reference, not a property of EP: at 20000 draws the ESS fell to 675 at
+        # seed offset 113 (long sweep); such a reference is redrawn with 4 times the draws
+        ref = importance_reference(X, y, 1.0, "probit", (ep.mean, ep.cov), n_draws=80000, rng=seed(12))
     sd = np.sqrt(np.diag(ref.cov))
     assert ref.ess > 1000
     # EP within 0.1 posterior sd of the reference, allowing 5.6 of its standard errors (30 coordinates: 1e-6)
