@@ -4,7 +4,6 @@
 
 # %% ../nbs/08b_vae_collapse.ipynb #348615b3
 from __future__ import annotations
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -33,14 +32,15 @@ def cyclical_beta(epoch,            # epoch index or array of indices, counted f
                   n_cycles:int=4,   # number M of annealing cycles
                   ratio:float=0.5,  # fraction rho of each cycle over which beta rises from 0 to 1
                  ) -> np.ndarray:
-    "Cyclical KL weight (Fu et al. 2019): tau = (e mod ceil(T/M)) / (T/M) and beta = min(1, tau / rho) at epoch e."
+    "Cyclical KL weight (Fu et al. 2019): tau = (e mod ceil(T/M)) / (T/M), beta = min(1, tau / rho); a trailing partial cycle has beta = 1."
     epochs, n_cycles, ratio = check_count("epochs", epochs), check_count("n_cycles", n_cycles), _check_ratio(ratio)
     if n_cycles > epochs: raise ValueError(f"n_cycles must not exceed epochs ({epochs}), got {n_cycles}")
     e = check_finite("epoch", epoch)
     if np.any(e != np.round(e)) or np.any(e < 0) or np.any(e >= epochs):
         raise ValueError(f"epoch must hold integers in [0, {epochs - 1}]")
-    period = epochs / n_cycles
-    return np.minimum(1., np.mod(e, np.ceil(period)) / period / ratio)
+    period, length = epochs / n_cycles, int(np.ceil(epochs / n_cycles))
+    full = epochs // length * length    # epochs in whole cycles; a shorter last cycle is held at beta = 1 (true ELBO)
+    return np.where(e >= full, 1., np.minimum(1., np.mod(e, length) / period / ratio))
 
 class CyclicalVAE(VAE):
     "A VAE whose `fit` weights the KL term of epoch e of each call by beta * cyclical_beta(e, epochs)."
@@ -166,7 +166,7 @@ def fig_collapse_remedies(latent_dim:int=16,  # dimension of z
                          ):
     "Test KL of each latent coordinate, sorted, for the plain VAE and four remedies, with their active units and KL > 0.1 counts."
     X = digits_data().X_test
-    fig, ax = new_figure(width=7.5, height=4)
+    fig, ax = new_figure(width=9.5, height=4)
     for k, m in enumerate(REMEDIES):
         v = trained_remedy(m, latent_dim, rng)
         kl = np.sort(v.kl_per_dim(X))[::-1]
@@ -176,7 +176,8 @@ def fig_collapse_remedies(latent_dim:int=16,  # dimension of z
     ax.axhline(c["free_bits"], color=COLORS[3], ls=":", lw=1, label=f"free-bits floor lambda = {c['free_bits']}")
     ax.axhline(c["delta"], color=COLORS[4], ls="--", lw=1, label=f"committed rate delta = {c['delta']}")
     ax.set_yscale("log"); ax.set_xlabel("latent coordinate (sorted by KL)")
-    ax.set_ylabel("test KL per coordinate (nats)"); ax.legend(fontsize=8)
+    ax.set_ylabel("test KL per coordinate (nats)")
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(1.01, 0))   # outside: keeps the plain VAE's drop visible
     return fig
 
 # %% ../nbs/08b_vae_collapse.ipynb #8b482f7c
@@ -212,14 +213,8 @@ def fig_latent_interpolation(digits=(3, 6),               # labels of the two te
                              n_steps:int=10,               # points on each path
                              remedy:str="linear warm-up",  # training scheme of the 16-d VAE used, one of REMEDIES
                              rng=0,                        # random generator or seed of `trained_remedy`
-                             *,
-                             method:str=None,              # deprecated name of `remedy` (both paths are always drawn)
                             ):
     "Two test digits, the decoded straight and spherical paths between their codes, and the norm |z| along both."
-    if method is not None:
-        warnings.warn("fig_latent_interpolation(method=...) is deprecated: the argument names the remedy, use "
-                      "remedy=...; both paths ('linear' and 'spherical') are always drawn", DeprecationWarning, stacklevel=2)
-        remedy = method
     if remedy not in REMEDIES:
         raise ValueError(f"remedy must be one of {REMEDIES} (both paths are always drawn), got {remedy!r}")
     data, vae = digits_data(), trained_remedy(remedy, 16, rng)

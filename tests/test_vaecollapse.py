@@ -26,14 +26,30 @@ def test_cyclical_beta_is_the_papers_schedule():
     # T = 40, M = 4, R = 0.5: cycles of 10 epochs, beta = (e mod 10) / 5 capped at 1 (Fu et al. 2019, eq. 5)
     b = cyclical_beta(np.arange(40), 40, n_cycles=4, ratio=0.5)
     assert np.array_equal(b, np.tile([0., .2, .4, .6, .8, 1., 1., 1., 1., 1.], 4))
-    # T = 10, M = 3: period ceil(10/3) = 4, tau = (e mod 4) / (10/3); with R = 1 beta = tau
-    assert np.allclose(cyclical_beta(np.arange(10), 10, 3, 1.0), np.mod(np.arange(10), 4) * 0.3, rtol=1e-15)
+    # T = 10, M = 3: period ceil(10/3) = 4, tau = (e mod 4) / (10/3); with R = 1 beta = tau in the two whole cycles
+    # and 1 in the trailing partial cycle (epochs 8, 9)
+    assert np.allclose(cyclical_beta(np.arange(10), 10, 3, 1.0), np.r_[np.mod(np.arange(8), 4) * 0.3, 1., 1.],
+                       rtol=1e-15)
     assert cyclical_beta(7, 60, 1, 0.25) == 7 / 60 / 0.25 and cyclical_beta(15, 60, 1, 0.25) == 1.
     for bad in (dict(epoch=40), dict(epoch=-1), dict(epoch=2.5), dict(ratio=0.), dict(ratio=1.5), dict(n_cycles=0),
                 dict(n_cycles=41), dict(epochs=0)):
         kw = dict(epoch=0, epochs=40, n_cycles=4, ratio=0.5) | bad
         with pytest.raises(ValueError, match=list(bad)[0]):
             cyclical_beta(**kw)
+
+
+def test_cyclical_beta_ends_every_run_on_the_elbo():
+    """A trailing partial cycle is held at beta = 1. Catches the old schedule, under which T = 10, M = 4 (cycles of 3
+    epochs and a stub of 1) trained its last epoch at beta = 0, with no KL term."""
+    assert np.allclose(cyclical_beta(np.arange(10), 10, 4), [0., .8, 1., 0., .8, 1., 0., .8, 1., 1.], rtol=1e-15)
+    for T in range(1, 61):
+        for M in range(1, T // 2 + 1):   # cycles of at least 2 epochs (with 1 epoch per cycle beta is always 0)
+            b = cyclical_beta(np.arange(T), T, M, 0.5)
+            assert b[-1] == 1. and np.all((b >= 0) & (b <= 1))
+            if T % M == 0:   # whole cycles (the chapter's T = 40, M = 4 and fit's default 60, 4): M identical copies
+                assert np.array_equal(b, np.tile(b[:T // M], M))
+    v = CyclicalVAE(2, (8,))
+    assert np.array_equal(v._betas(10, 1., 0), cyclical_beta(np.arange(10), 10, 4)) and v._betas(10, 1., 0)[-1] == 1.
 
 
 def test_cyclical_vae_trains_one_run_with_the_schedule(data, seed):
@@ -196,18 +212,17 @@ def test_make_remedy_validates_its_method():
 
 
 def test_fig_latent_interpolation_takes_a_remedy_not_a_path(data, seed, monkeypatch):
-    """The argument naming the training scheme is `remedy` (in `latent_path` `method` is the path); `method=` still
-    works for one release with a DeprecationWarning. Catches the old signature, where method='spherical' (a path)
-    failed with an error about the remedy list and no warning."""
+    """The argument naming the training scheme is `remedy` (in `latent_path` `method` is the path); there is no
+    `method=` alias. Catches the old signature, where method='spherical' (a path) failed with an error about the
+    remedy list."""
     import bayesnotes.vaecollapse as C
     with pytest.raises(ValueError, match="remedy"):
         C.fig_latent_interpolation(remedy="spherical")
-    with pytest.warns(DeprecationWarning, match="remedy"), pytest.raises(ValueError, match="remedy"):
+    with pytest.raises(TypeError, match="method"):
         C.fig_latent_interpolation(method="linear")
     asked = []
     small = VAE(16, (16,)).fit(data.X_train[:200], epochs=1, batch_size=100, rng=seed(10))
     monkeypatch.setattr(C, "trained_remedy", lambda m, d, rng: asked.append(m) or small)
     C.fig_latent_interpolation(remedy="plain", n_steps=4)
-    with pytest.warns(DeprecationWarning):
-        C.fig_latent_interpolation(method="cyclical", n_steps=4)
+    C.fig_latent_interpolation(remedy="cyclical", n_steps=4)
     assert asked == ["plain", "cyclical"]
