@@ -15,7 +15,14 @@ from .exercises import exercise, Fail, call, as_array, expect_close, expect_choi
 from .workflow import psis, loo
 from .evidence import evidence_data, regression_log_evidence, regression_loo
 
-from .checks_smc import _fmt   # case descriptions as the SMC set writes them (in full up to 50 entries)
+def _fmt(x):
+    "An array or number of a case description: in full (every entry, 6 significant digits) up to 50 entries, else its size and range."
+    if not np.ndim(x):
+        return f"{float(x):.6g}"
+    if np.size(x) > 50:   # a long case is described, not printed: check(..., rng=seed) repeats it
+        return f"<{np.size(x)} values from {np.min(x):.6g} to {np.max(x):.6g}>"
+    return np.array2string(np.asarray(x), precision=6, floatmode="maxprec", threshold=sys.maxsize,
+                           max_line_width=sys.maxsize, separator=", ")
 
 def _number_or_inf(got, case, what):
     "A float from the answer: a finite number, or +inf (an infinite moment); `Fail` on anything else."
