@@ -5,25 +5,15 @@
 # %% ../nbs/solutions/05_smc.ipynb #e734d648
 from __future__ import annotations
 import math
-import sys
 
 import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
+from .exercises import exercise, case_text, Fail, call, as_array, expect_close, expect_mean, z_bound, expect_choice, match_hint
 from .smc import LinearGaussianSSM
 
 _LOG2PI = math.log(2 * math.pi)
-
-def _fmt(x):
-    "An array or number of a case description: in full (every entry, 6 significant digits) up to 50 entries, else its size and range."
-    if not np.ndim(x):
-        return f"{float(x):.6g}"
-    if np.size(x) > 50:   # a long case is described, not printed: check(..., rng=seed) repeats it
-        return f"<{np.size(x)} values from {np.min(x):.6g} to {np.max(x):.6g}>"
-    return np.array2string(np.asarray(x), precision=6, floatmode="maxprec", threshold=sys.maxsize,
-                           max_line_width=sys.maxsize, separator=", ")
 
 # %% auto #0
 __all__ = []
@@ -45,7 +35,7 @@ def _check_smc_1(answer, rng):
              ("1000 particles with spread-out log weights", rng.normal(0, 1.5, 1000))]
     cases[3][1][0] = 0.0                                  # at least one particle keeps a positive weight
     for i, (what, lw) in enumerate(cases):
-        case = f"case {i + 1} of {len(cases)} ({what}): ess_log(lw) with N = {lw.size}, lw = {_fmt(lw)}"
+        case = f"case {i + 1} of {len(cases)} ({what}): ess_log(lw) with N = {lw.size}, lw = {case_text(lw)}"
         got = as_array(call(answer, lw.copy(), case=case), (), case, "your ESS")
         exact = _ess_exact(lw)
         W = np.exp(lw - logsumexp(lw))
@@ -99,7 +89,7 @@ def _check_smc_2(answer, rng):
     for i, (N, M, W) in enumerate(setups):
         lo, hi = np.floor(M * W), np.ceil(M * W)
         ceilings = np.zeros(N)
-        base = f"case {i + 1} of {len(setups)}: systematic_resample(W, M={M}, rng) with N = {N} weights W = {_fmt(W)}"
+        base = f"case {i + 1} of {len(setups)}: systematic_resample(W, M={M}, rng) with N = {N} weights W = {case_text(W)}"
         for rep, child in enumerate(rng.spawn(n_rep)):
             case = f"{base}, call {rep + 1} of {n_rep}"
             got = call(answer, W.copy(), M, child, case=case)
@@ -186,7 +176,7 @@ def _check_smc_3(answer, rng):
         dx, dy = F.shape[0], C.shape[0]
         m, P = rng.normal(0, 1, dx), spd(dx)
         y = C @ F @ m + rng.normal(0, 1.5, dy)
-        case = f"case {i + 1} of {len(cases)} ({what}): kalman_step(m, P, y, F, C, Q, R) with m = {_fmt(m)}, y = {_fmt(y)}"
+        case = f"case {i + 1} of {len(cases)} ({what}): kalman_step(m, P, y, F, C, Q, R) with m = {case_text(m)}, y = {case_text(y)}"
         args = [v.copy() for v in (m, P, y, F, C, Q, R)]
         got = call(answer, *args, case=case)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
@@ -360,8 +350,8 @@ def _check_smc_4(answer, rng):
             mistakes = _smc4_mistakes(y, a, c, q, r, m0, p0, N, relvar(hi), n_rep)
             if any(abs(u[0] - v[0]) < 6 * (u[2] + v[2]) for j, u in enumerate(mistakes) for v in mistakes[:j]):
                 N = None              # two slips too close to tell apart by the median: other data
-        base = (f"case {i + 1} of {n_cases}: bootstrap_log_evidence(y, a={_fmt(a)}, c={_fmt(c)}, q={_fmt(q)}, r={_fmt(r)}, "
-                f"m0={_fmt(m0)}, p0={_fmt(p0)}, N={N}, rng) with y = {_fmt(y)}")
+        base = (f"case {i + 1} of {n_cases}: bootstrap_log_evidence(y, a={case_text(a)}, c={case_text(c)}, q={case_text(q)}, r={case_text(r)}, "
+                f"m0={case_text(m0)}, p0={case_text(p0)}, N={N}, rng) with y = {case_text(y)}")
         errs = np.empty(n_rep)
         for k, child in enumerate(rng.spawn(n_rep)):
             case = f"{base} (run {k + 1} of {n_rep})"
@@ -454,7 +444,7 @@ def _check_smc_7(answer, rng):
         a, q, r = float(rng.uniform(-1, 1.2)), float(np.exp(rng.normal(0, 0.7))), float(np.exp(rng.normal(-0.5, 0.7)))
         xp = rng.normal(0, 2, N)
         yt = float((a - 1) * xp.mean() + math.sqrt(q + r) * rng.normal())
-        case = f"case {i + 1} of {n}: displacement_proposal(xp={_fmt(xp)}, yt={yt:.4g}, a={a:.4g}, q={q:.4g}, r={r:.4g})"
+        case = f"case {i + 1} of {n}: displacement_proposal(xp={case_text(xp)}, yt={yt:.4g}, a={a:.4g}, q={q:.4g}, r={r:.4g})"
         got = call(answer, xp.copy(), yt, a, q, r, case=case)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             raise Fail(f"{case}: return a tuple (mean, var, log_G).", got=f"{type(got).__name__}")
@@ -555,7 +545,7 @@ def _check_smc_9(answer, rng):
         sigma, tau = float(np.exp(rng.normal(0, 0.5))), float(np.exp(rng.normal(0.5, 0.5)))
         y = rng.normal(rng.normal(0, tau), sigma, n)
         case = (f"case {i + 1} of {len(pairs)}: log_evidence_ratio(lam_prev={l0:.4g}, lam={l1:.4g}, y, sigma={sigma:.4g}, "
-                f"tau={tau:.4g}) with n = {n}, y = {_fmt(y)}")
+                f"tau={tau:.4g}) with n = {n}, y = {case_text(y)}")
         got = as_array(call(answer, l0, l1, y.copy(), sigma, tau, case=case), (), case, "your log ratio")
         Z = lambda lam, s=sigma, t=tau: _log_Z_tempered(lam, y, s, t)
         exact = Z(l1) - Z(l0)

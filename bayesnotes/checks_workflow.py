@@ -5,24 +5,14 @@
 # %% ../nbs/solutions/09_workflow.ipynb #f245fdf8
 from __future__ import annotations
 import math
-import sys
 
 import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
-from .exercises import exercise, Fail, call, as_array, expect_close, expect_choice, match_hint
+from .exercises import exercise, case_text, Fail, call, as_array, expect_close, expect_choice, match_hint
 from .workflow import psis, loo
 from .evidence import evidence_data, regression_log_evidence, regression_loo
-
-def _fmt(x):
-    "An array or number of a case description: in full (every entry, 6 significant digits) up to 50 entries, else its size and range."
-    if not np.ndim(x):
-        return f"{float(x):.6g}"
-    if np.size(x) > 50:   # a long case is described, not printed: check(..., rng=seed) repeats it
-        return f"<{np.size(x)} values from {np.min(x):.6g} to {np.max(x):.6g}>"
-    return np.array2string(np.asarray(x), precision=6, floatmode="maxprec", threshold=sys.maxsize,
-                           max_line_width=sys.maxsize, separator=", ")
 
 def _number_or_inf(got, case, what):
     "A float from the answer: a finite number, or +inf (an infinite moment); `Fail` on anything else."
@@ -137,7 +127,7 @@ def _check_workflow_2(answer, rng):
              ("target N(0, 1), proposal N(0, 1.5^2) (bounded weights), shifted by -800", -800 + normal_ratio(500, 1.5)),
              ("log-normal weights", rng.normal(0, 1.5, 2000))]
     for i, (what, lw) in enumerate(cases):
-        case = f"case {i + 1} of {len(cases)} ({what}): pareto_smooth(lw) with S = {lw.size}, lw = {_fmt(lw)}"
+        case = f"case {i + 1} of {len(cases)} ({what}): pareto_smooth(lw) with S = {lw.size}, lw = {case_text(lw)}"
         got = call(answer, lw.copy(), case=case)
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise Fail(f"{case}: return a tuple (smoothed log weights, khat).", got=f"{type(got).__name__}")
@@ -174,7 +164,7 @@ def _check_workflow_3(answer, rng):
         y, sigma, ll = _normal_mean_draws(rng, n, S, outl)
         what = "with an outlier" if outl else "normal data"
         case = (f"case {i + 1} of {len(cases)} ({what}): psis_loo(loglik) with S = {S} draws, n = {n}, "
-                f"sigma = {sigma:.6g}, prior N(0, 10^2), y = {_fmt(y)}")
+                f"sigma = {sigma:.6g}, prior N(0, 10^2), y = {case_text(y)}")
         got = call(answer, ll.copy(), case=case)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             raise Fail(f"{case}: return a tuple (elpd_loo, se, p_loo).", got=f"{type(got).__name__}")
@@ -322,7 +312,7 @@ def _check_workflow_6(answer, rng):
         n, sigma = int(rng.integers(3, 41)), float(np.exp(rng.normal(0, 0.5)))
         theta = float(rng.normal(0, 3 if tau < 1 else tau))      # the two narrow priors: data far from them
         y = rng.normal(theta, sigma, n)
-        case = f"case {i + 1} of {len(taus)}: ppp_mean(y, sigma={sigma:.6g}, tau={tau:.6g}) with n = {n}, y = {_fmt(y)}"
+        case = f"case {i + 1} of {len(taus)}: ppp_mean(y, sigma={sigma:.6g}, tau={tau:.6g}) with n = {n}, y = {case_text(y)}"
         got = as_array(call(answer, y.copy(), sigma, tau, case=case), (), case, "your p-value")
         exact = _ppp_mean(y, sigma, tau)
         ybar, prec = float(y.mean()), 1 / tau ** 2 + n / sigma ** 2
@@ -362,7 +352,7 @@ def _check_workflow_7(answer, rng):
         n, sigma = int(rng.integers(2, 51)), float(np.exp(rng.normal(0, 0.5)))
         theta = 0.0 if i % 2 == 0 else float(rng.choice([-1, 1]) * rng.uniform(2, 4) * sigma / math.sqrt(n))
         y = rng.normal(theta, sigma, n)
-        case = f"case {i + 1} of {len(taus)}: log_bf01(y, sigma={sigma:.6g}, tau={tau:.6g}) with n = {n}, y = {_fmt(y)}"
+        case = f"case {i + 1} of {len(taus)}: log_bf01(y, sigma={sigma:.6g}, tau={tau:.6g}) with n = {n}, y = {case_text(y)}"
         got = as_array(call(answer, y.copy(), sigma, tau, case=case), (), case, "your log Bayes factor")
         exact = _log_bf01(y, sigma, tau)
         ybar = float(y.mean())

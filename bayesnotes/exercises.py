@@ -28,7 +28,8 @@ _REGISTRY: dict = {}
 
 # %% auto #0
 __all__ = ['KINDS', 'CHAPTERS', 'CheckResult', 'check', 'Exercise', 'Fail', 'StudentError', 'exercise', 'exercises',
-           'get_exercise', 'call', 'as_array', 'expect_close', 'z_bound', 'expect_mean', 'expect_choice', 'match_hint']
+           'get_exercise', 'call', 'as_array', 'expect_close', 'z_bound', 'expect_mean', 'expect_choice', 'match_hint',
+           'case_text']
 
 # %% ../nbs/00e_exercises.ipynb #74c75ae2
 class CheckResult(NamedTuple):
@@ -499,6 +500,20 @@ def match_hint(got,              # the answer (a number or an array), or a stati
         if z <= within and z < best:
             best, hint = z, h
     return hint
+
+# %% ../nbs/00e_exercises.ipynb #ef0f8963
+def case_text(x,                   # a number or an array of a case
+              digits:int=6,        # significant digits of each entry
+              max_entries:int=50,  # arrays with more entries are summarised by size and range
+             )->str:
+    "A number or an array as the text of a case description: in full up to `max_entries` entries, else its size and range."
+    if not np.ndim(x):
+        return f"{float(x):.{digits}g}"
+    if np.size(x) > max_entries:
+        return f"<{np.size(x)} values from {np.min(x):.{digits}g} to {np.max(x):.{digits}g}>"
+    return np.array2string(np.asarray(x), precision=digits, floatmode="maxprec", threshold=sys.maxsize,
+                           max_line_width=sys.maxsize, separator=", ")
+
 
 # %% ../nbs/00e_exercises.ipynb #0ca90911
 @exercise("demo.1", "The log density of a normal", "implement", stars=1, minutes=5, solution="normal_logpdf")
