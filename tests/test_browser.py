@@ -10,7 +10,9 @@ Chromium is never downloaded (no `playwright install`): without /usr/bin/chromiu
 tests are skipped with the reason.
 """
 import functools
+import json
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -174,7 +176,7 @@ def test_every_page_offline_with_maths_and_no_errors(tab, site_dir):
 def test_previous_next_links(tab, site_dir):
     "Next from the landing page walks every chapter in sidebar order, and Previous walks back."
     page = tab.goto("index.html")
-    order = page.evaluate("[...document.querySelectorAll('#quarto-sidebar a.sidebar-link')].map(a => a.href)")
+    order = page.evaluate("[...document.querySelectorAll('#quarto-sidebar a.sidebar-link[href]')].map(a => a.href)")
     assert len(order) >= 3, order
     assert page.url == order[0]
     for want in order[1:]:
@@ -215,6 +217,52 @@ def test_search_finds_prose_for_gibbs(tab, site_dir):
     assert not tab.errors and not tab.blocked, (tab.errors, tab.blocked)
 
 
+def glossary_targets(site_dir):
+    "{term or abbreviation (lower case): the page#section the notation page's glossary links it to}."
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build_site import glossary_keywords
+
+    return {w.lower(): href for href, words in glossary_keywords(site_dir).items() for w in words.split(" · ")}
+
+
+@pytest.mark.parametrize("term", ["R-hat", "ELBO", "evidence lower bound", "particle filter", "Gibbs", "importance sampling"])
+def test_search_top_hit_defines_the_term(tab, site_dir, term):
+    "The first search hit for a term of the glossary is the section the glossary says defines it (issue 30)."
+    targets = glossary_targets(site_dir)
+    want = targets.get(term.lower()) or targets.get(f"{term.lower()} sampling")
+    assert want, f"the glossary of notation.html has no entry for {term!r} linking a section"
+    page = tab.goto("index.html")
+    box = page.locator("#quarto-search input, .smalldocs-search input").first
+    box.click()
+    box.fill(term)
+    page.wait_for_selector(".search-result", timeout=5000)
+    hrefs = page.evaluate("[...document.querySelectorAll('.search-result')].map(a => a.getAttribute('href'))")
+    assert hrefs and posixpath.normpath(hrefs[0].lstrip("./")) == want, f"{term}: first hits {hrefs[:3]}, want {want}"
+
+
+def test_display_equations_fit_the_column(browser, server, site_dir):
+    """At 1400 px no display equation is wider than the text column (tools/split_equations.py splits the ones that
+    are; BAYESNOTES_EQ_REPORT=file.json writes the list it needs)."""
+    t = Tab(browser, server, {"width": 1400, "height": 900})
+    try:
+        wide, total = [], 0
+        for name in pages(site_dir):
+            page = t.goto(name)
+            res = page.evaluate("""() => [...document.querySelectorAll('span.math.display')].map(s => {
+                const m = s.querySelector('math'), a = m && m.querySelector('annotation');
+                return {mw: Math.max(s.scrollWidth, m ? m.getBoundingClientRect().width : 0),
+                        sw: s.getBoundingClientRect().width, tex: a ? a.textContent : ''}; })""")
+            total += len(res)
+            wide += [{"page": name, **r} for r in res if r["mw"] > r["sw"] + 1]
+        if os.environ.get("BAYESNOTES_EQ_REPORT"):
+            Path(os.environ["BAYESNOTES_EQ_REPORT"]).write_text(json.dumps(wide, ensure_ascii=False, indent=0), encoding="utf-8")
+        assert total, "no display equations on the site"
+        assert not wide, f"{len(wide)} of {total} display equations are wider than the column at 1400 px: " + "; ".join(
+            f"{w['page']}: {w['tex'][:60]!r} ({w['mw']:.0f} > {w['sw']:.0f} px)" for w in wide[:8])
+    finally:
+        t.close()
+
+
 def test_phone_width_equations_scroll_not_clip(browser, server, site_dir):
     "At 375 px no page scrolls sideways; a display equation wider than the column scrolls inside its own box."
     t = Tab(browser, server, PHONE)
@@ -229,6 +277,10 @@ def test_phone_width_equations_scroll_not_clip(browser, server, site_dir):
                 const cs = getComputedStyle(s), m = s.querySelector('math');
                 return {over: s.scrollWidth - s.clientWidth, ox: cs.overflowX,
                         mw: m ? m.getBoundingClientRect().width : 0, sw: s.getBoundingClientRect().width}; })""")
+            # a numbered equation keeps its number on screen while the maths scrolls beside it
+            for k, x in enumerate(page.evaluate("[...document.querySelectorAll('.bn-eqno')].map(e => e.getBoundingClientRect().right)")):
+                if x > page.evaluate("window.innerWidth") + 1:
+                    problems.append(f"{name}: the number of numbered equation {k} is off the screen (right edge {x:.0f}px)")
             for k, r in enumerate(res):
                 if r["over"] > 1 or r["mw"] > r["sw"] + 1:
                     wide += 1

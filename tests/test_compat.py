@@ -305,6 +305,16 @@ def test_search_index(tiny_site):
         compat.check_search_entries({"docs": []})
 
 
+def test_search_keywords(tiny_site):
+    "The search script's Fuse keys are still the ones the build extends with the glossary's keywords."
+    _, _, out = tiny_site
+    js = (out / "site_libs" / "smalldocs.js").read_text(encoding="utf-8")
+    new = compat.add_search_keywords(js, 4, "smalldocs.js")
+    assert new.count('{ name: "keywords", weight: 4 }') == 1 and len(new) > len(js)
+    with pytest.raises(compat.MarkupChanged, match="FUSE_KEYS"):
+        compat.add_search_keywords(js.replace('{ name: "text", weight: 1 }', '{ name: "text", weight: 1.5 }'), 4)
+
+
 def test_parser_and_notebook_markdown():
     "The maths tokens site_math collects, from smalldocs' parser and notebook reader."
     import json

@@ -257,14 +257,21 @@ def test_search_entries_have_no_tex(site):
 
 
 def test_search_ranks_prose_before_api(site):
-    "API entries (show_doc headings) are labelled 'API reference' and listed after every prose entry."
+    """API entries (show_doc headings) are titled "name (API reference)" and listed after every prose entry; no entry
+    indexes code; the glossary's terms are keywords of the sections they link (the browser test checks the ranking)."""
     entries = json.loads((site.out / "search.json").read_text())
     api = {f"{name}#{h.get('id') or h.get('data-anchor-id')}" for name, soup in site.pages.items()
            for h in soup.select("h3.unlisted, section.unlisted")}
     kinds = [e["href"] in api for e in entries]
     assert any(kinds) and not all(kinds)
     assert kinds == sorted(kinds), "an API entry comes before a prose entry in search.json"
-    assert all(e["section"] == "API reference" for e in entries if e["href"] in api)
+    assert all(e["section"].endswith(" (API reference)") and e["section"] != " (API reference)" for e in entries if e["href"] in api)
+    code = [e["href"] for e in entries if re.search(r"\bimport numpy as np\b|default_rng\(SEED|\breturn np\.", e["text"])]
+    assert not code, f"code in the search index: {code[:5]}"
+    keyed = {e["href"]: e["keywords"] for e in entries if e.get("keywords")}
+    assert keyed.get("vi.html#the-evidence-lower-bound", "").startswith("ELBO"), keyed.get("vi.html#the-evidence-lower-bound")
+    assert "R-hat" in keyed.get("diagnostics.html#potential-scale-reduction-widehatr", "")
+    assert '{ name: "keywords", weight: 4 }' in (site.out / "site_libs" / "smalldocs.js").read_text(encoding="utf-8")
 
 
 def test_bibliography_maths_converted(site):
@@ -547,13 +554,13 @@ def test_book_pages_transforms():
     assert found == {"fig-a": "Figure 1", "eq-one": "Equation 1"}
     assert '#| fig-cap: "Figure 1: First."' in nb.cells[1].source
     md = nb.cells[0].source
-    assert "[Figure 1](#fig-a)" in md and "[Equation 1](#eq-one)" in md and '<span id="eq-one"' in md and "\\qquad (1)$$" in md
+    assert "[Figure 1](#fig-a)" in md and "[Equation 1](#eq-one)" in md and '<div id="eq-one" class="bn-eq">' in md and '<span class="bn-eqno">(1)</span>' in md
     # an unlabelled display before a labelled one in the same cell keeps its place; the anchor goes to the labelled one
     nb2 = dict2nb({"cells": [mk_cell("$$a=1$$\n\nText.\n\n$$b=2$$ {#eq-b} and @eq-b", "markdown")], "metadata": {},
                    "nbformat": 4, "nbformat_minor": 5})
     assert bp.crossrefs(nb2) == {"eq-b": "Equation 1"}
     md2 = nb2.cells[0].source
-    assert md2.startswith("$$a=1$$") and md2.index('<span id="eq-b"') > md2.index("Text.") and "b=2 \\qquad (1)$$" in md2
+    assert md2.startswith("$$a=1$$") and md2.index('<div id="eq-b"') > md2.index("Text.") and "$$b=2$$" in md2 and '"bn-eqno">(1)<' in md2
 
 
 def test_scrubber_for_an_interact_cell(tmp_path):

@@ -260,7 +260,9 @@ def crossrefs(nb, text=None) -> dict:
             nonlocal neq
             neq += 1
             found[m.group(2)] = f"Equation {neq}"
-            return f'<span id="{m.group(2)}" class="quarto-xref-target"></span>\n\n$${m.group(1).rstrip()} \\qquad ({neq})$$'
+            # the number sits beside the maths, outside its box: a wide equation scrolls and keeps its number in view
+            return (f'\n\n<div id="{m.group(2)}" class="bn-eq">\n\n$${m.group(1).rstrip()}$$\n\n'
+                    f'<span class="bn-eqno">({neq})</span>\n\n</div>\n\n')
 
         c["source"] = _EQ.sub(eq, _src(c))
     if not found:

@@ -824,7 +824,7 @@ def post_process(out: Path, res: Result, conv=None):
         for url in sorted(set(external_assets(text))):
             res.warn(f"{rel}: loads {url} from the network (the site must work offline)")
     make_self_contained(out, res)
-    rank_search(out)
+    rank_search(out, res)
     if conv is not None and conv.failed:
         for tex in dict.fromkeys(conv.failed):
             res.warn(f"pandoc could not convert the TeX {tex!r} to MathML; it is shown as TeX")
@@ -845,29 +845,82 @@ def external_assets(text: str) -> list[str]:
     return out
 
 
-def rank_search(out: Path):
-    """Rank prose above API names in search.json. The search (Fuse) weighs section titles twice as much as text,
-    so a query such as "Gibbs" listed every `gibbs_*` function before the sections that explain Gibbs sampling.
-    An API entry (a show_doc section, `.unlisted`) gets the section title "API reference" with its name at the
-    start of its text, and API entries follow the prose entries (Fuse keeps the index order between equal scores)."""
+def section_texts(html: str) -> dict:
+    """The prose of each section of a page, {heading id ("" before the first heading): text}, as search should
+    index it: the main column without code blocks and outputs (`<pre>`), scripts, styles, TeX annotations of the
+    MathML (whose symbols are joined: R̂, not R ̂), folding labels and navigation, cut at every heading with an anchor (`data-anchor-id`, as smalldocs cuts its index)."""
+    m = re.search(r"<main\b[^>]*>(.*)</main>", html, re.S)
+    body = re.sub(r"<(pre|script|style|annotation|nav|summary)\b.*?</\1>", " ", m.group(1) if m else html, flags=re.S)
+    body = re.sub(r"<math\b.*?</math>", lambda f: " " + re.sub(r"<[^>]+>", "", f.group(0)) + " ", body, flags=re.S)
+    parts = re.split(r'<h[1-6]\b[^>]*\bdata-anchor-id="([^"]+)"[^>]*>.*?</h[1-6]>', body, flags=re.S)
+    chunks = {"": parts[0], **dict(zip(parts[1::2], parts[2::2]))}
+    return {k: " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", v)).split()) for k, v in chunks.items()}
+
+
+SEARCH_KEYWORD_WEIGHT = 4   # the weight of the glossary's keywords in search (smalldocs: title and section 2, text 1)
+
+
+def glossary_keywords(out: Path) -> dict:
+    """The glossary of the notation page as search keywords: {href of the section a term links to: its words}. An
+    entry reads `**Term (abbreviation), synonym** ([chapter](file.ipynb#section)). ...`; each part of the bold term
+    (split at parentheses and commas) is a keyword of the section its first link points to."""
+    page = out / "notation.html"
+    if not page.is_file():
+        return {}
+    keys = {}
+    for strong, href in re.findall(r'<p><strong>(.*?)</strong>\s*\(<a href="([^"]+)"', page.read_text(encoding="utf-8"), re.S):
+        if "#" not in href:
+            continue
+        text = htmllib.unescape(re.sub(r"<annotation\b.*?</annotation>|<[^>]+>", " ", strong, flags=re.S))
+        words = [" ".join(w.split()) for w in re.split(r"[(),]", text) if w.strip()]
+        target = posixpath.normpath(href.lstrip("./"))
+        keys.setdefault(target, []).extend(words)
+    return {k: " · ".join(dict.fromkeys(v)) for k, v in keys.items()}
+
+
+def rank_search(out: Path, res: Result | None = None):
+    """Make search find the section that explains a term. smalldocs indexes each section's whole text, code and
+    outputs included, and its search (Fuse) weighs section titles twice as much as text, so "Gibbs" listed every
+    `gibbs_*` function, and "R-hat" or "ELBO" the exercises that use them, before the sections that define them.
+    - Each entry's text is its section's prose (`section_texts`): code blocks and outputs are not indexed, and a
+      `<` in code no longer swallows the text up to the next `>` (smalldocs strips tags from raw code).
+    - An API entry (a show_doc section, `.unlisted`) is titled by its name, "name (API reference)", and follows
+      the prose entries (Fuse keeps the index order between equal scores).
+    - The glossary of the notation page (`glossary_keywords`) gives the section each term links to the term's words
+      as `keywords`, a field smalldocs.js is made to search with weight SEARCH_KEYWORD_WEIGHT: searching a term (or
+      its abbreviation) lists its defining section first. A glossary link to a section the index lacks is a warning."""
     f = out / "search.json"
     if not f.is_file():
         return
-    api = set()
+    api, texts = set(), {}
     for page in out.rglob("*.html"):
         rel = page.relative_to(out).as_posix()
-        for ident in compat.unlisted_ids(page.read_text(encoding="utf-8"), rel):
+        html = page.read_text(encoding="utf-8")
+        for ident in compat.unlisted_ids(html, rel):
             api.add(f"{rel}#{ident}")
+        texts[rel] = section_texts(html)
+    keywords = glossary_keywords(out)
     entries = compat.check_search_entries(json.loads(f.read_text(encoding="utf-8")), str(f))
-    prose, names = [], []
+    prose, names, seen = [], [], set()
     for e in entries:
-        if e.get("href") in api:
-            e["text"] = f"{e.get('section', '')}: {e.get('text', '')}"
-            e["section"] = "API reference"
+        href = e.get("href", "")
+        page, _, ident = href.partition("#")
+        e["text"] = texts.get(page, {}).get(ident, e.get("text", ""))
+        if href in keywords:
+            e["keywords"] = keywords[href]
+            seen.add(href)
+        if href in api:
+            e["section"] = f"{e.get('section', '')} (API reference)"
             names.append(e)
         else:
             prose.append(e)
+    for href in sorted(set(keywords) - seen):
+        if res is not None:
+            res.warn(f"notation.html: the glossary links {href}, a section search does not index")
     f.write_text(json.dumps(prose + names, ensure_ascii=False), encoding="utf-8")
+    js = out / "site_libs" / "smalldocs.js"
+    if js.is_file() and keywords:
+        js.write_text(compat.add_search_keywords(js.read_text(encoding="utf-8"), SEARCH_KEYWORD_WEIGHT, str(js)), encoding="utf-8")
 
 
 def make_self_contained(out: Path, res: Result):

@@ -592,6 +592,18 @@ def add_missing_alt(text: str, alt: str) -> str:
     return IMG_WITHOUT_ALT.sub(f'<img alt="{alt}"', text)
 
 
+# the keys smalldocs.js gives its Fuse index; the build adds a `keywords` key (the glossary's terms of a section)
+FUSE_KEYS = '{ name: "section", weight: 2 }, { name: "text", weight: 1 }]'
+
+
+def add_search_keywords(js: str, weight: float, where: str = "smalldocs.js") -> str:
+    """Make smalldocs' search also match each entry's `keywords` field, weighted `weight` (title and section weigh 2,
+    text 1). MarkupChanged when the script no longer lists its Fuse keys as FUSE_KEYS."""
+    if FUSE_KEYS not in js:
+        _changed("the Fuse keys of the search script no longer match FUSE_KEYS", where, "add_search_keywords")
+    return js.replace(FUSE_KEYS, FUSE_KEYS[:-1] + f', {{ name: "keywords", weight: {weight:g} }}]', 1)
+
+
 def check_search_entries(entries, where: str = "search.json") -> list:
     "smalldocs' search index (a list of dicts with SEARCH_KEYS), checked; MarkupChanged when its shape changed."
     if not isinstance(entries, list) or any(not isinstance(e, dict) or "href" not in e or "text" not in e for e in entries):
