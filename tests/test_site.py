@@ -548,8 +548,10 @@ def test_book_pages_transforms():
     out = bp.book_pages(nb, number_sections=True, warnings=False)
     assert out == {"warnings dropped": 1, "section numbers stripped": 1, "api entries": 1}
     assert nb.cells[0].source.startswith("## Mean field") and nb.cells[2].outputs == []
-    assert "### f {.unnumbered .unlisted}" in nb.cells[3].outputs[0]["data"]["text/markdown"]
-    assert nb.cells[-1].source.startswith("## API reference {.unnumbered}") and "[`f`](#f): Do a thing." in nb.cells[-1].source
+    assert "### f {.unnumbered .unlisted}" in nb.cells[-1].outputs[0]["data"]["text/markdown"]
+    # the signature moved from the body to the end, after the API reference list that links it
+    assert nb.cells[-2].source.startswith("## API reference {.unnumbered}") and "[`f`](#f): Do a thing." in nb.cells[-2].source
+    assert [c.source for c in nb.cells[:3]] == ["## Mean field\n\nSee @fig-a and $$x=1$$ {#eq-one}, [@eq-one].", code.source, "f()"]
     found = bp.crossrefs(nb)
     assert found == {"fig-a": "Figure 1", "eq-one": "Equation 1"}
     assert '#| fig-cap: "Figure 1: First."' in nb.cells[1].source

@@ -11,7 +11,8 @@ copies of the notebooks, never nbs/:
 - headings numbered by hand (`## 2. Mean field`) lose their number when the site sets `number-sections: true`,
   so Quarto's numbers are the only ones (identifiers do not change: Pandoc starts them at the first letter);
 - show_doc's API headings become `.unnumbered .unlisted`, so the table of contents holds the prose sections, and
-  an "API reference" section at the end of the page lists every documented name with its one-line summary.
+  an "API reference" section at the end of the page lists every documented name with its one-line summary, followed
+  by the signatures themselves (moved out of the chapter's sections, which open with prose).
 """
 from __future__ import annotations
 
@@ -149,8 +150,10 @@ def _showdoc_md(c):
 
 def api_reference(nb, title: str = "API reference") -> list:
     """Make show_doc headings `.unnumbered .unlisted` and append an API reference section listing them (name, link,
-    one-line summary). Returns [(name, id, summary)]."""
-    used, entries = set(), []
+    one-line summary), followed by the show_doc cells themselves, moved there from the body of the page (issue 30:
+    API signatures before the prose buried it; each name's link in the list still leads to its signature).
+    Returns [(name, id, summary)]."""
+    used, entries, moved = set(), [], set()
 
     def take(text):
         base = ident = pandoc_id(text)
@@ -182,10 +185,15 @@ def api_reference(nb, title: str = "API reference") -> list:
         name = m.group(2).strip()
         ident = take(name)
         entries.append((name, ident, compat.showdoc_summary(md[m.end():])))
+        moved.add(id(c))
         o["data"]["text/markdown"] = md[:m.start()] + f"{m.group(1)} {name} {{.unnumbered .unlisted}}" + md[m.end():]
     if entries:
         rows = "\n".join(f"- [`{n}`](#{i})" + (f": {s}" if s else "") for n, i, s in entries)
+        # the signatures follow the list: a section of the chapter opens with its prose, not with show_doc blocks
+        docs = [c for c in nb.cells if id(c) in moved]
+        nb.cells[:] = [c for c in nb.cells if id(c) not in moved]
         nb.cells.append(compat.mk_cell(f"## {title} {{.unnumbered}}\n\n{rows}\n", "markdown"))
+        nb.cells.extend(docs)
     return entries
 
 
