@@ -293,6 +293,21 @@ def test_phone_width_equations_scroll_not_clip(browser, server, site_dir):
         t.close()
 
 
+def test_phone_chapter_table_fits(browser, server, site_dir):
+    "On a phone the landing page's chapter table is as wide as the column (its module column dropped), not wider."
+    t = Tab(browser, server, PHONE)
+    try:
+        page = t.goto("index.html")
+        r = page.evaluate("""() => { const t = document.querySelector('.bn-chapters table'); if (!t) return null;
+            const cells = [...t.querySelectorAll('tr:nth-child(2) > *')].map(c => getComputedStyle(c).display);
+            return {table: t.getBoundingClientRect().width, main: document.querySelector('main').getBoundingClientRect().width, cells}; }""")
+        assert r, "no .bn-chapters table on the landing page"
+        assert r["table"] <= r["main"] + 1, r
+        assert r["cells"].count("none") == 1, r   # the module column
+    finally:
+        t.close()
+
+
 def test_scrubbers_change_their_image(tab, site_dir):
     "Moving a scrubber's control shows another frame (an image that loads), and the caption names the values."
     names = [n for n in pages(site_dir) if "bn-scrubber" in (site_dir / n).read_text(encoding="utf-8")]
