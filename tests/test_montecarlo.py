@@ -653,7 +653,9 @@ def test_samplers_take_a_target(seed):
     b = importance_sample(lt1, q, 2000, rng=seed(1))
     assert np.allclose(a.log_weights, b.log_weights, rtol=0, atol=1e-12) and np.isclose(a.estimate, b.estimate, rtol=1e-12)
     # rejection from N(0, 2^2) with M = sup N(x | 0.5, 1) / N(x | 0, 4): the same accepted draws either way
-    log_M = np.max(lt1(np.linspace(-10, 10, 20001)) - q.logpdf(np.linspace(-10, 10, 20001))) + 1e-9
+    # the log ratio -(x - 0.5)^2/2 + x^2/8 + const is concave with its maximum at x = 2/3 (exactly; a grid missed the
+    # sup by ~1e-7 and a proposal near 2/3 then broke the envelope at 1 seed offset in 13)
+    log_M = float(lt1(np.array([2 / 3]))[0] - q.logpdf(2 / 3)) + 1e-9
     ra = rejection_sample(t1, q, log_M, 500, rng=seed(2))
     rb = rejection_sample(lt1, q, log_M, 500, rng=seed(2))
     assert np.allclose(np.ravel(ra.samples), np.ravel(rb.samples)) and ra.n_proposed == rb.n_proposed
