@@ -544,9 +544,13 @@ def test_book_pages_transforms():
     doc = mk_cell("#| echo: false\nshow_doc(f)", "code")
     doc["outputs"] = [{"output_type": "display_data", "metadata": {},
                        "data": {"text/markdown": "---\n\n### f\n\n```python\ndef f()\n```\n\n*Do a thing.*"}}]
-    nb.cells += [mk_cell("## 2. Mean field\n\nSee @fig-a and $$x=1$$ {#eq-one}, [@eq-one].", "markdown"), code, warn, doc]
+    seed = mk_cell('import os\nSEED = int(os.environ.get("BAYESNOTES_SEED", 0))  # offset of every seed below', "code")
+    seed2 = mk_cell('import os\nSEED = int(os.environ.get("BAYESNOTES_SEED", 0))\nprint(SEED)', "code")   # not only setup: kept
+    nb.cells += [mk_cell("## 2. Mean field\n\nSee @fig-a and $$x=1$$ {#eq-one}, [@eq-one].", "markdown"), code, warn, doc, seed, seed2]
     out = bp.book_pages(nb, number_sections=True, warnings=False)
-    assert out == {"warnings dropped": 1, "section numbers stripped": 1, "api entries": 1}
+    assert out == {"warnings dropped": 1, "seed cells dropped": 1, "section numbers stripped": 1, "api entries": 1}
+    assert seed not in nb.cells and seed2 in nb.cells
+    nb.cells.remove(seed2)
     assert nb.cells[0].source.startswith("## Mean field") and nb.cells[2].outputs == []
     assert "### f {.unnumbered .unlisted}" in nb.cells[-1].outputs[0]["data"]["text/markdown"]
     # the signature moved from the body to the end, after the API reference list that links it

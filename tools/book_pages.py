@@ -6,6 +6,7 @@ copies of the notebooks, never nbs/:
 - cells tagged `remove-cell` (Jupyter Book's and Quarto's tag) are dropped: maintainer material such as the
   "regenerate the figures" sections (tools/tag_cells.py tags them);
 - the code of `#| export` cells is folded ("Exported source", closed; nbdev leaves it open);
+- the `SEED = int(os.environ.get("BAYESNOTES_SEED", 0))` setup cell atop every chapter is dropped (it has no output);
 - warnings printed on stderr (a deliberate bad-input demonstration, with the build machine's paths in them) are
   dropped from outputs when the site sets `execute: warning: false`, as Quarto does for the cells it runs;
 - headings numbered by hand (`## 2. Mean field`) lose their number when the site sets `number-sections: true`,
@@ -37,6 +38,19 @@ def _tags(cell) -> set:
 def drop_removed_cells(nb) -> int:
     "Drop cells tagged `remove-cell`; return how many."
     keep = [c for c in nb.cells if "remove-cell" not in _tags(c)]
+    n = len(nb.cells) - len(keep)
+    nb.cells[:] = keep
+    return n
+
+
+_SEED_CELL = re.compile(r'\s*import os\s*\n\s*SEED = int\(os\.environ\.get\("BAYESNOTES_SEED", 0\)\)[ \t]*(#[^\n]*)?(\s*#[^\n]*)*\s*')
+
+
+def drop_seed_cells(nb) -> int:
+    """Drop the setup cell `import os; SEED = int(os.environ.get("BAYESNOTES_SEED", 0))` (with its comment, and no
+    output) that every chapter runs first: a reader of the page does not run it, and it stood atop every chapter."""
+    keep = [c for c in nb.cells if not (c.get("cell_type") == "code" and _SEED_CELL.fullmatch(_src(c))
+                                        and not c.get("outputs"))]
     n = len(nb.cells) - len(keep)
     nb.cells[:] = keep
     return n
@@ -201,6 +215,7 @@ def book_pages(nb, number_sections: bool = False, warnings: bool = True) -> dict
     "All of the above on one processed notebook; returns counts for the build log."
     fold_exported_source(nb)
     out = {"warnings dropped": 0 if warnings else drop_warnings(nb)}
+    out["seed cells dropped"] = drop_seed_cells(nb)
     out["section numbers stripped"] = strip_manual_numbers(nb) if number_sections else 0
     out["api entries"] = len(api_reference(nb))
     return out
