@@ -5,13 +5,14 @@
 # %% ../nbs/04f_parallel_tempering.ipynb #add0ddd9
 from __future__ import annotations
 from typing import NamedTuple
+import warnings
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import stats
 
 from .utils import as_rng, check_count, check_finite, check_positive, track
 from .targets import as_target
-from .mcmc import mixture_target, mixture_pdf, target_batch_fns
+from .mcmc import mixture_target, mixture_pdf, target_batch_fns, SamplerWarning
 from .diagnostics import mcse_mean
 from .ais import ais
 from .smc import tempered_smc
@@ -55,9 +56,9 @@ class PTResult(NamedTuple):
     "Output of `parallel_tempering`."
     draws: np.ndarray            # (chain, draw, dim) states of the beta = 1 replica after warm-up
     betas: np.ndarray            # (K,) inverse temperatures 1 = beta_0 > ... > beta_{K-1}
-    swap_acceptance: np.ndarray  # (K-1,) mean acceptance probability of the swaps proposed between replicas k and k+1
+    swap_acceptance: np.ndarray  # (K-1,) mean acceptance probability of the swaps proposed between replicas k and k+1 after warm-up
     move_acceptance: np.ndarray  # (K,) mean random-walk acceptance probability at each temperature
-    n_evals: int                 # log-density evaluations, warm-up included: n_chains * K * (n_warmup + n_draws)
+    n_evals: int                 # log-density evaluations, the starts and warm-up included: n_chains * (1 + K * (n_warmup + n_draws))
     states: np.ndarray = None    # (chain, draw, K, dim) states of every replica (when keep_all=True), else None
 
 def _check_betas(betas):
@@ -71,11 +72,11 @@ def _check_betas(betas):
 def parallel_tempering(target,             # a `Target`, or a log density of one point (dim,) together with `dim`; may be unnormalised
                        x0,                 # start (dim,) of every replica, or (n_chains, dim): one start per chain
                        betas,              # inverse temperatures, strictly decreasing from betas[0] = 1, all in (0, 1]
-                       n_draws:int,        # draws kept per chain, after warm-up
+                       n_draws:int,        # draws kept per chain after warm-up, >= 2 (so that every pair of replicas is proposed a swap)
                        *,
-                       step=1.0,           # random-walk sd at beta = 1 (float or (K,)); replica k uses step_k / sqrt(beta_k)
-                       n_chains:int=4,     # independent PT runs (each with all K replicas)
-                       n_warmup:int=200,   # iterations discarded at the start (no adaptation)
+                       step=1.0,           # random-walk sd: a float is the sd at beta = 1, scaled to step / sqrt(beta_k) at replica k; a (K,) array is used as given
+                       n_chains:int=None,  # independent PT runs (each with all K replicas); None: the rows of a 2-d x0, else 4
+                       n_warmup:int=200,   # iterations discarded at the start (no adaptation: a warning when a move acceptance is outside (0.05, 0.95))
                        dim:int=None,       # dimension, required when `target` is a plain function
                        keep_all:bool=False, # also return the states of every replica (memory n_chains n_draws K dim)
                        rng=None,           # random generator or seed (SPEC 7: None, int, SeedSequence or Generator)
@@ -86,17 +87,23 @@ def parallel_tempering(target,             # a `Target`, or a log density of one
     d = target.dim
     b = _check_betas(betas)
     K = b.size
-    n_draws, n_warmup = check_count("n_draws", n_draws, 1), check_count("n_warmup", n_warmup, 0)
-    C = check_count("n_chains", n_chains, 1)
+    n_draws, n_warmup = check_count("n_draws", n_draws, 2), check_count("n_warmup", n_warmup, 0)
     s = check_positive("step", step)
-    if s.ndim > 1 or s.size not in (1, K):
+    if s.ndim == 0:
+        sd = s / np.sqrt(b)                                                # one step at beta = 1, scaled for each temperature
+    elif s.shape == (K,):
+        sd = s                                                             # one step per temperature, used as given
+    else:
         raise ValueError(f"step must be a float or an array of K = {K} values, got shape {s.shape}")
-    sd = (np.broadcast_to(s, (K,)) / np.sqrt(b))[None, :, None]          # (1, K, 1) proposal sd per temperature
+    sd = sd[None, :, None]                                                 # (1, K, 1) proposal sd per temperature
     X0 = check_finite("x0", x0)
+    if n_chains is None:
+        n_chains = X0.shape[0] if X0.ndim == 2 else 4
+    C = check_count("n_chains", n_chains, 1)
     if X0.shape == (d,):
         X0 = np.tile(X0, (C, 1))
     if X0.shape != (C, d):
-        raise ValueError(f"x0 must have shape ({d},) or (n_chains, dim) = ({C}, {d}), got {X0.shape}")
+        raise ValueError(f"x0 must have shape ({d},) or (n_chains, dim) = ({C}, {d}) with n_chains = {C}, got {X0.shape}")
     logpdf = target_batch_fns(target)[0]
     lp0 = logpdf(X0)
     if not np.all(np.isfinite(lp0)):
@@ -133,9 +140,12 @@ def parallel_tempering(target,             # a `Target`, or a log density of one
             if k.size:
                 swap_acc[k] += np.exp(np.minimum(log_s, 0.0)).sum(0)
                 n_swaps[k] += C
-    with np.errstate(invalid="ignore"):
-        swaps = swap_acc / n_swaps                                         # NaN for a pair never proposed (n_draws = 1)
-    return PTResult(draws, b, swaps, move_acc / (C * n_draws), C * K * (n_warmup + n_draws), states)
+    moves = move_acc / (C * n_draws)
+    if np.any((moves < 0.05) | (moves > 0.95)):
+        warnings.warn(f"parallel_tempering: random-walk acceptance {np.round(moves, 3).tolist()} at betas "
+                      f"{np.round(b, 4).tolist()}; outside (0.05, 0.95) the chain moves slowly: change `step` "
+                      "(a float is scaled by 1 / sqrt(beta), an array of K values is used as given)", SamplerWarning, stacklevel=2)
+    return PTResult(draws, b, swap_acc / n_swaps, moves, C * (1 + K * (n_warmup + n_draws)), states)
 
 # %% ../nbs/04f_parallel_tempering.ipynb #2469e050
 def fig_stuck(n_draws:int=3000,   # draws of each chain
@@ -205,7 +215,9 @@ def fig_mode_weights(study:ModeWeights=None, # a finished `mode_weight_study` (N
     for j, (est, se, lab, c) in enumerate(((s.rwm, s.rwm_mcse, "random-walk Metropolis", COLORS[1]),
                                            (s.pt, s.pt_mcse, "parallel tempering", COLORS[0]))):
         pos = j + np.linspace(-0.25, 0.25, n)
-        ax.errorbar(pos, est, yerr=2 * np.nan_to_num(se), fmt="o", color=c, capsize=3, label=lab)
+        ok = np.isfinite(se)                          # no MCSE (all chains on one side): a point without an error bar
+        ax.errorbar(pos[ok], est[ok], yerr=2 * se[ok], fmt="o", color=c, capsize=3, label=lab if ok.any() else None)
+        ax.plot(pos[~ok], est[~ok], "o", color=c, label=None if ok.any() else lab)
     ax.axhline(s.exact, color="k", ls="--", lw=1, label=f"exact {s.exact:.3f}")
     ax.set_xticks([0, 1]); ax.set_xticklabels(["RWM", "PT"])
     ax.set_ylabel(r"estimate of $P(x > 0)$ $\pm$ 2 MCSE"); ax.set_ylim(-0.05, 1.05)
@@ -216,27 +228,23 @@ def fig_mode_weights(study:ModeWeights=None, # a finished `mode_weight_study` (N
 def gaussian_swap_acceptance(ratio,     # beta_{k+1} / beta_k, in (0, 1]
                              dim:int,   # dimension d of the Gaussian target
                             ) -> float:
-    "Exact expected swap acceptance E[min(1, e^S)] between two stationary replicas of N(mu, Sigma) at inverse temperatures beta and ratio * beta (1-d quadrature)."
+    "Exact expected swap acceptance E[min(1, e^S)] = 2 P(F_{d,d} > 1/ratio) = 2 I_{r/(1+r)}(d/2, d/2) between two stationary replicas of N(mu, Sigma) at inverse temperatures beta and ratio * beta."
     r = float(check_positive("ratio", ratio))
     d = check_count("dim", dim)
     if r > 1:
         raise ValueError(f"ratio must be in (0, 1], got {ratio!r}")
     if r == 1.0:
         return 1.0
-    a, c, k = (1 - r) / 2, (1 / r - 1) / 2, d / 2           # S = a U - c V, U, V ~ chi^2_d independent
-    def inner(u):                                            # E_V[min(1, exp(a u - c V))]
-        t = a * u / c
-        tail = stats.gamma.logsf(t, k, scale=2 / (1 + 2 * c))   # E[e^{-cV}; V > t] = (1+2c)^{-k} P(Gamma(k, 2/(1+2c)) > t)
-        return stats.chi2.cdf(t, d) + np.exp(a * u - k * np.log1p(2 * c) + tail)
-    hi = stats.chi2.isf(1e-14, d)
-    val, _ = integrate.quad(lambda u: stats.chi2.pdf(u, d) * inner(u), 0, hi, limit=200, epsabs=1e-12)
-    return float(val)
+    # S > 0 iff U / V > 1 / r with U, V ~ chi^2_d independent, i.e. V / (U + V) ~ Beta(d/2, d/2) below r / (1 + r)
+    return float(2 * stats.beta.cdf(r / (1 + r), d / 2, d / 2))
 
 def gaussian_swap_limit(ratio,    # beta_{k+1} / beta_k, in (0, 1]
                         dim:int,  # dimension d
                        ) -> float:
     "Large-d limit 2 Phi(-delta sqrt(d) / 2) of the Gaussian swap acceptance, delta = -log(ratio) the spacing in log beta."
     r = float(check_positive("ratio", ratio))
+    if r > 1:
+        raise ValueError(f"ratio must be in (0, 1], got {ratio!r}")
     return float(2 * stats.norm.cdf(-(-np.log(r)) * np.sqrt(check_count("dim", dim)) / 2))
 
 # %% ../nbs/04f_parallel_tempering.ipynb #f6be05b3
@@ -306,10 +314,12 @@ def _weighted_right(x, logw=None, W=None):
 
 def tempering_comparison(n_seeds:int=10,    # independent runs of each method
                          prior_sd:float=10.0, # sd of the N(0, prior_sd^2) reference that AIS and SMC start from
+                         ais_sizes=((200, 40), (975, 8), (1900, 4)), # (particles, temperatures) of each AIS run, 5 moves per temperature
                          rng=0,             # random generator or seed (SPEC 7)
                         ) -> TemperingComparison:
-    """PT (5 temperatures, 4 chains of 200 + 1800 iterations), AIS (200 particles, 40 temperatures, 5 moves each) and
-    adaptive tempered SMC (5000 particles, 5 moves per step) on the two-mode mixture, each about 40,000 evaluations."""
+    """PT (5 temperatures, 4 chains of 200 + 1800 iterations), AIS at several splits of the budget into particles and
+    temperatures (5 moves each) and adaptive tempered SMC (5000 particles, 5 moves per step) on the two-mode mixture,
+    each about 40,000 evaluations."""
     rng, t = as_rng(rng), two_mode_mixture()
     count = [0]
     log_prior = lambda X: stats.norm.logpdf(X[:, 0], 0, prior_sd)
@@ -317,30 +327,33 @@ def tempering_comparison(n_seeds:int=10,    # independent runs of each method
         count[0] += len(X)                                # one evaluation of log pi per row
         return t.logdensity_batch(X) - log_prior(X)
     prior_sample = lambda r, N: r.normal(0, prior_sd, (N, 1))
-    est, cost = np.empty((3, n_seeds)), np.empty((3, n_seeds))
+    m = 2 + len(ais_sizes)
+    est, cost = np.empty((m, n_seeds)), np.empty((m, n_seeds))
     for s in range(check_count("n_seeds", n_seeds)):
         pt = parallel_tempering(t, rng.uniform(-8, 8, (4, 1)), geometric_ladder(5, 0.02), 1800, n_warmup=200, rng=rng)
-        est[0, s], cost[0, s] = np.mean(pt.draws > 0), pt.n_evals + 4          # + the starts
-        count[0] = 0
-        a = ais(log_prior, log_lik, prior_sample, 200, n_temps=40, n_mcmc=5, rng=rng)
-        est[1, s], cost[1, s] = _weighted_right(a.particles, logw=a.log_weights), count[0]
+        est[0, s], cost[0, s] = np.mean(pt.draws > 0), pt.n_evals                # the 4 starts included
+        for j, (N, T) in enumerate(ais_sizes, 1):
+            count[0] = 0
+            a = ais(log_prior, log_lik, prior_sample, N, n_temps=T, n_mcmc=5, rng=rng)
+            est[j, s], cost[j, s] = _weighted_right(a.particles, logw=a.log_weights), count[0]
         count[0] = 0
         sm = tempered_smc(log_prior, log_lik, prior_sample, 5000, rng=rng, n_mcmc=5)
-        est[2, s], cost[2, s] = _weighted_right(sm.particles, W=sm.weights), count[0]
-    return TemperingComparison(exact_right_weight(), ("parallel tempering", "AIS", "tempered SMC"), est, cost)
+        est[-1, s], cost[-1, s] = _weighted_right(sm.particles, W=sm.weights), count[0]
+    names = ("parallel tempering", *(f"AIS {N} x {T}" for N, T in ais_sizes), "tempered SMC")
+    return TemperingComparison(exact_right_weight(), names, est, cost)
 
 def fig_tempering_comparison(comp:TemperingComparison=None, # a finished `tempering_comparison` (None: run it with rng)
                              rng=0,                         # random generator or seed (SPEC 7)
                             ):
     "Estimates of P(x > 0) from independent runs of PT, AIS and tempered SMC at about 40,000 log-density evaluations each, against the exact value."
     c = tempering_comparison(rng=rng) if comp is None else comp
-    fig, ax = new_figure(width=7, height=3.4)
+    fig, ax = new_figure(width=8, height=3.4)
     for j, name in enumerate(c.names):
         e = c.estimates[j]
-        ax.plot(j + np.linspace(-0.2, 0.2, e.size), e, "o", color=COLORS[j], alpha=0.8)
+        ax.plot(j + np.linspace(-0.2, 0.2, e.size), e, "o", color=COLORS[j % len(COLORS)], alpha=0.8)
         rmse = np.sqrt(np.mean((e - c.exact) ** 2))
         ax.text(j, 0.97, f"RMSE {rmse:.3f}", ha="center", va="top", fontsize=8, transform=ax.get_xaxis_transform())
     ax.axhline(c.exact, color="k", ls="--", lw=1, label=f"exact {c.exact:.3f}")
-    ax.set_xticks(range(len(c.names))); ax.set_xticklabels([f"{n}\n({c.n_evals[j].mean():,.0f} evaluations)" for j, n in enumerate(c.names)], fontsize=8)
+    ax.set_xticks(range(len(c.names))); ax.set_xticklabels([f"{n}\n({c.n_evals[j].mean():,.0f} evals)" for j, n in enumerate(c.names)], fontsize=7)
     ax.set_ylabel(r"estimate of $P(x > 0)$"); ax.legend(fontsize=8)
     return fig

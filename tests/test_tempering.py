@@ -121,7 +121,7 @@ def test_swap_acceptance_matches_gaussian_exact(seed):
 def test_output_shapes_and_cost():
     res = parallel_tempering(two_mode_mixture(), [0.0], [1.0, 0.5, 0.2], 7, n_chains=2, n_warmup=3, rng=0)
     assert res.draws.shape == (2, 7, 1) and res.swap_acceptance.shape == (2,) and res.move_acceptance.shape == (3,)
-    assert res.n_evals == 2 * 3 * 10 and res.states is None and np.allclose(res.betas, [1.0, 0.5, 0.2])
+    assert res.n_evals == 2 * (1 + 3 * 10) and res.states is None and np.allclose(res.betas, [1.0, 0.5, 0.2])
     again = parallel_tempering(two_mode_mixture(), [0.0], [1.0, 0.5, 0.2], 7, n_chains=2, n_warmup=3, rng=0)
     assert np.array_equal(res.draws, again.draws)      # an int seed names a run
 
@@ -161,3 +161,43 @@ def test_bad_ladder(bad):
 def test_bad_swap_acceptance_args(bad):
     with pytest.raises(ValueError, match="ratio|dim"):
         gaussian_swap_acceptance(**bad)
+
+
+@pytest.mark.parametrize("r, d", [(0.9, 1), (0.5, 1), (0.5, 3), (0.8, 10), (0.3, 2), (0.95, 50)])
+def test_gaussian_swap_acceptance_against_the_integral(r, d):
+    "The closed form 2 P(F_{d,d} > 1/r) against the one-dimensional integral of @eq-pt-gauss-exact, by quadrature."
+    a, c = (1 - r) / 2, (1 / r - 1) / 2
+    chi = stats.chi2(d)
+    G = stats.gamma(d / 2, scale=2 / (1 + 2 * c))
+    f = lambda u: (chi.pdf(u) * chi.cdf(a * u / c)       # the second term in logs: e^(a u) alone overflows
+                   + np.exp(chi.logpdf(u) + a * u - d / 2 * np.log1p(2 * c) + G.logsf(a * u / c)))
+    quad = integrate.quad(f, 0, np.inf, limit=200, epsabs=1e-12, epsrel=1e-10)[0]
+    assert abs(gaussian_swap_acceptance(r, d) - quad) < 1e-7, (gaussian_swap_acceptance(r, d), quad)
+
+
+def test_step_array_used_as_given():
+    "A float step is scaled by 1/sqrt(beta); an array of K steps is not (the same draws as the scaled float)."
+    t, b = two_mode_mixture(), np.array([1.0, 0.5, 0.25])
+    a = parallel_tempering(t, [6.0], b, 50, n_chains=2, n_warmup=5, step=1.0, rng=3)
+    c = parallel_tempering(t, [6.0], b, 50, n_chains=2, n_warmup=5, step=1.0 / np.sqrt(b), rng=3)
+    d = parallel_tempering(t, [6.0], b, 50, n_chains=2, n_warmup=5, step=np.ones(3), rng=3)
+    assert np.array_equal(a.draws, c.draws) and not np.array_equal(a.draws, d.draws)
+
+
+def test_more_argument_checks():
+    t = two_mode_mixture()
+    with pytest.raises(ValueError, match="ratio"):
+        gaussian_swap_limit(2.0, 1)
+    with pytest.raises(ValueError, match="n_draws"):
+        parallel_tempering(t, [0.0], [1.0, 0.5, 0.25, 0.1], 1, n_warmup=1, rng=0)
+    res = parallel_tempering(t, np.array([[-6.0], [6.0], [5.0]]), [1.0, 0.5], 4, n_warmup=2, rng=0)
+    assert res.draws.shape == (3, 4, 1)                        # n_chains from the rows of x0
+    with pytest.raises(ValueError, match="x0|n_chains"):
+        parallel_tempering(t, np.zeros((3, 1)), [1.0, 0.5], 4, n_chains=2, rng=0)
+
+
+def test_warns_when_the_step_is_badly_scaled():
+    "A step far too large for the target: almost every move is rejected, and the sampler says so."
+    from bayesnotes.mcmc import SamplerWarning
+    with pytest.warns(SamplerWarning, match="acceptance"):
+        parallel_tempering(two_mode_mixture(), [6.0], [1.0, 0.5], 200, n_warmup=10, step=1e4, rng=0)
