@@ -84,31 +84,37 @@ def test_bound_holds_and_tightens(example, seed):
 
 def test_gradient_matches_finite_differences(example, seed):
     """The autograd gradient is the derivative of log Z_hat at fixed random numbers (common random numbers): central
-    differences with h = 1e-6 on the same noise agree to 1e-4. An ancestor index flips inside the +-h interval with
-    probability of order 1e-5 per coordinate (it would show as a jump of order 1e5 in the difference quotient)."""
+    differences with h = 1e-6 on the same noise agree to 1e-4. An ancestor index that flips inside +-h makes log Z_hat
+    jump (the review measured 5 of 400 noise draws, ~1%); it shows as difference quotients at h and h/2 that disagree,
+    and the noise is then drawn again: 5 draws that all flip have probability below 1e-9."""
     ssm, y, _ = example
     rng = np.random.default_rng(seed(40))
     phi = np.asarray(_midpoint(ssm, y)) + 0.05 * rng.standard_normal(6)
-    nz = draw_noise(len(y), 8, 3, rng)
-    value, grad = vsmc_value_and_grad(phi, ssm, y, nz)
-    assert np.isclose(value, vsmc_log_evidence(phi, ssm, y, noise=nz).mean())
-    h = 1e-6
-    fd = [(vsmc_log_evidence(phi + h * e, ssm, y, noise=nz).mean() - vsmc_log_evidence(phi - h * e, ssm, y, noise=nz).mean())
-          / (2 * h) for e in np.eye(6)]
+    for attempt in range(5):
+        nz = draw_noise(len(y), 8, 3, rng)
+        value, grad = vsmc_value_and_grad(phi, ssm, y, nz)
+        assert np.isclose(value, vsmc_log_evidence(phi, ssm, y, noise=nz).mean())
+        fd, fd_half = ([(vsmc_log_evidence(phi + h * e, ssm, y, noise=nz).mean()
+                         - vsmc_log_evidence(phi - h * e, ssm, y, noise=nz).mean()) / (2 * h) for e in np.eye(6)]
+                       for h in (1e-6, 5e-7))
+        if np.allclose(fd, fd_half, rtol=1e-4, atol=1e-4):
+            break
     assert np.allclose(grad, fd, rtol=1e-4, atol=1e-4), (grad, fd)
 
 
 def test_training_moves_toward_the_optimal_proposal(example, seed):
-    """150 Adam steps (N = 4, 2 runs per gradient) from the bootstrap proposal: the step parameters (a, b, log s) end within
-    0.5 of the locally optimal ones, from 1.71 at the start (over 8 seeds the distance ended at 0.03 to 0.27: a fixed
-    threshold, not an MC bound, with margin 0.23 to the worst of them); the objective at the end (mean of the last 30
-    iterations) is more than 15 nats above its mean over the first 5 (52 to 111 nats over the same 8 seeds)."""
+    """150 Adam steps (N = 4, 2 runs per gradient) from the bootstrap proposal: the step parameters (a, b, log s) end
+    closer than half their starting distance (1.71) to the locally optimal ones. A measured rate, not a law: over 60
+    seed offsets (0-59) the end distance was 0.16 on average and at most 0.59 (4 of them above 0.48: the last iterate
+    of Adam at a constant step is noisy), so the bound 0.85 has margin 0.26 over the worst; no exceedance in 60 runs
+    puts the rate below 5% at 95% confidence, and the right tail seen suggests far less. The objective at the end
+    (mean of the last 30 iterations) is more than 15 nats above its mean over the first 5 (52 to 111 nats over 8 seeds)."""
     ssm, y, log_Z = example
     fit = train_vsmc(ssm, y, N=4, n_iter=150, lr=0.05, n_rep=2, rng=seed(50))
     opt = np.asarray(optimal_proposal(ssm, y))[[0, 1, 3]]
     start = np.linalg.norm(fit.path[0][[0, 1, 3]] - opt)
     end = np.linalg.norm(np.asarray(fit.proposal)[[0, 1, 3]] - opt)
-    assert start > 1.7 and end < 0.5, (start, end)
+    assert start > 1.7 and end < start / 2, (start, end)
     assert fit.trace[-30:].mean() - fit.trace[:5].mean() > 15
 
 
