@@ -15,6 +15,7 @@ from .targets import as_target
 from .mcmc import mixture_target, mixture_pdf, target_batch_fns, SamplerWarning
 from .diagnostics import mcse_mean
 from .ais import ais
+from .core import log_normalize
 from .smc import tempered_smc
 from .plotting import new_figure, COLORS
 
@@ -306,10 +307,8 @@ class TemperingComparison(NamedTuple):
     estimates: np.ndarray   # (n_methods, n_seeds) estimates of P(x > 0)
     n_evals: np.ndarray     # (n_methods, n_seeds) log-density evaluations used (warm-up and every temperature included)
 
-def _weighted_right(x, logw=None, W=None):
-    "Self-normalised estimate of P(x > 0) from particles with log weights or normalised weights."
-    if W is None:
-        W = np.exp(logw - logw.max()); W /= W.sum()
+def _weighted_right(x, W):
+    "Self-normalised estimate of P(x > 0) from particles x (N, 1) with normalised weights W (N,)."
     return float(np.sum(W * (x[:, 0] > 0)))
 
 def tempering_comparison(n_seeds:int=10,    # independent runs of each method
@@ -335,10 +334,10 @@ def tempering_comparison(n_seeds:int=10,    # independent runs of each method
         for j, (N, T) in enumerate(ais_sizes, 1):
             count[0] = 0
             a = ais(log_prior, log_lik, prior_sample, N, n_temps=T, n_mcmc=5, rng=rng)
-            est[j, s], cost[j, s] = _weighted_right(a.particles, logw=a.log_weights), count[0]
+            est[j, s], cost[j, s] = _weighted_right(a.particles, log_normalize(a.log_weights)[0]), count[0]
         count[0] = 0
         sm = tempered_smc(log_prior, log_lik, prior_sample, 5000, rng=rng, n_mcmc=5)
-        est[-1, s], cost[-1, s] = _weighted_right(sm.particles, W=sm.weights), count[0]
+        est[-1, s], cost[-1, s] = _weighted_right(sm.particles, sm.weights), count[0]
     names = ("parallel tempering", *(f"AIS {N} x {T}" for N, T in ais_sizes), "tempered SMC")
     return TemperingComparison(exact_right_weight(), names, est, cost)
 

@@ -9,6 +9,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import autograd.numpy as anp
 from autograd import value_and_grad
+from autograd.tracer import getval
 from autograd.scipy.special import logsumexp
 
 from .utils import as_rng, check_count, check_finite, check_positive, check_shape, track
@@ -103,7 +104,7 @@ def _log_evidence(phi, y, model, noise):
     lw = -0.5 * ((y[0] - C * x) ** 2 / R + (x - m0) ** 2 / P0) + (log_s0 + 0.5 * eps[:, 0] ** 2)
     total = logsumexp(lw, axis=1)
     for t in range(1, T):
-        xp = anp.reshape(anp.reshape(x, (-1,))[_ancestors(getattr(lw, "_value", lw), u[:, t - 1])], (n_rep, N))
+        xp = anp.reshape(anp.reshape(x, (-1,))[_ancestors(getval(lw), u[:, t - 1])], (n_rep, N))
         x = a * xp + (b * y[t] + c) + s * eps[:, t]
         lw = -0.5 * ((y[t] - C * x) ** 2 / R + (x - A * xp) ** 2 / Q) + (log_s + 0.5 * eps[:, t] ** 2)
         total = total + logsumexp(lw, axis=1)
