@@ -284,7 +284,7 @@ def fig_swap_spacing(study:SpacingStudy=None, # a finished `spacing_study` (None
                     ):
     "Mean swap acceptance against the number of temperatures K of a geometric ladder over [beta_min, 1]: Gaussians (measured, exact, large-d limit) and the two-mode mixture."
     s = spacing_study(rng=rng) if study is None else study
-    fig, ax = new_figure(width=7, height=3.6)
+    fig, ax = new_figure(width=9.5, height=3.6)
     Kf = np.arange(2, s.n_temps.max() + 1)
     for i, d in enumerate(s.dims):
         ax.plot(s.n_temps, s.gaussian[i], "o", color=COLORS[i], label=f"N(0, I), d = {d}: measured")
@@ -293,10 +293,10 @@ def fig_swap_spacing(study:SpacingStudy=None, # a finished `spacing_study` (None
         ax.plot(Kf, [gaussian_swap_limit(ri, d) for ri in r], ":", color=COLORS[i], lw=1.2,
                 label=r"$2\Phi(-\delta\sqrt{d}/2)$")
     ax.plot(s.n_temps, s.mixture, "s", mfc="none", color="k", label="two-mode mixture (d = 1): measured")
-    ax.axhspan(0.2, 0.4, color="0.9", zorder=0)
+    ax.axhspan(0.2, 0.4, color="0.9", zorder=0, label="acceptance 0.2 to 0.4")
     ax.set_xlabel(fr"number of temperatures K (geometric ladder from 1 to {s.beta_min:g})")
     ax.set_ylabel("mean swap acceptance"); ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # outside: no curve hidden
     return fig
 
 # %% ../nbs/04f_parallel_tempering.ipynb #b129f266
