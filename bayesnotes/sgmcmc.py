@@ -20,7 +20,8 @@ from . import mcmc
 # %% auto #0
 __all__ = ['STEP_GRIDS', 'MinibatchModel', 'logistic_model', 'logistic_example', 'GaussianMean', 'gaussian_mean_model',
            'SGMCMCResult', 'sgld', 'sgld_variance', 'psgld', 'sghmc', 'sghmc_variance', 'fig_gaussian_bias',
-           'SweepResult', 'step_size_sweep', 'TradeoffRuns', 'tradeoff_example', 'fig_step_tradeoff']
+           'SweepResult', 'step_size_sweep', 'TradeoffRuns', 'tradeoff_example', 'fig_step_tradeoff', 'cv_grad',
+           'sgld_cv', 'posterior_mode', 'ControlVariateRuns', 'control_variate_example', 'fig_control_variates']
 
 # %% ../nbs/04d_sgmcmc.ipynb #fdc82cf7
 class MinibatchModel:
@@ -198,11 +199,12 @@ def _start(model, x0, n_chains, rng):
         raise ValueError(f"x0 must have shape ({d},) or ({n_chains}, {d}), got {X.shape}")
     return X.copy()
 
-def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress, desc):
+def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress, desc, per_update=1):
     """The loop shared by the samplers: the start-up check (one full-data gradient, whose mean per-example likelihood
     gradient gl (C, dim) goes to init), state, n_start = init(x, gl, rng) (n_start: its own per-example gradients per
     chain), then n_warmup + n_draws * thin updates state = update(state, eps (C, 1), rng, batch indices), keeping the
-    position state[0] after every thin-th one. n_grad counts every per-example gradient of all three."""
+    position state[0] after every thin-th one. n_grad counts every per-example gradient of all three (a minibatch
+    update costs per_update batches: two for the control-variate gradient)."""
     if not isinstance(model, MinibatchModel):
         raise ValueError(f"model must be a MinibatchModel, got {type(model).__name__}")
     rng = as_rng(rng)
@@ -227,7 +229,7 @@ def _run(model, init, update, step_size, decay, batch_size, x0, n_draws, n_chain
     if bad.size:
         warnings.warn(f"{bad.size} chain(s) diverged (non-finite positions), e.g. chain {bad[0]}: lower step_size",
                       RuntimeWarning)
-    return SGMCMCResult(draws, steps, N + n_start + T * (N if batch_size is None else int(batch_size)))
+    return SGMCMCResult(draws, steps, N + n_start + T * (N if batch_size is None else int(batch_size) * per_update))
 
 def sgld(model:MinibatchModel,  # the posterior: log prior and per-example log likelihoods
          step_size=1e-3,        # step epsilon (a of the decaying schedule): scalar or one per chain; the default is not tuned: choose it with the h v/4 <= 0.1 rule of section 6
@@ -380,7 +382,7 @@ class SweepResult(NamedTuple):
 
 _SAMPLERS = {"sgld": sgld, "psgld": psgld, "sghmc": sghmc}
 
-def step_size_sweep(sampler:str,             # "sgld", "psgld" or "sghmc"
+def step_size_sweep(sampler:str,             # "sgld", "psgld", "sghmc" or "sgld_cv" (pass x_hat in kwargs)
                     model:MinibatchModel,    # the posterior
                     step_sizes,              # (K,) step sizes compared
                     ref_mean,                # (dim,) reference posterior mean (e.g. from NUTS)
@@ -462,4 +464,115 @@ def fig_step_tradeoff(runs:TradeoffRuns=None, # output of `tradeoff_example` (No
     axes[0].plot(d.step_size, d.sd_error, "v", ms=8, color=COLORS[3], label="decaying step: sd error")
     axes[0].set(ylabel="error against NUTS")
     axes[0].legend(frameon=False, fontsize=8)
+    return fig
+
+# %% ../nbs/04d_sgmcmc.ipynb #2cce1737
+def _cv_parts(model, theta, idx, x_hat, g_hat):
+    "Prior gradients (C, dim) at theta and the control-variate estimate (C, dim) of the mean per-example likelihood gradient."
+    gp, gl = model._parts(theta, idx)
+    if idx is None:                               # full data: the control variate cancels exactly
+        return gp, gl
+    _, gl_hat = model._parts(np.broadcast_to(x_hat, theta.shape), idx)
+    return gp, g_hat + gl - gl_hat
+
+def _reference_point(model, x_hat):
+    "x_hat as a finite (dim,) array and the full-data mean per-example likelihood gradient there (dim,)."
+    if not isinstance(model, MinibatchModel):
+        raise ValueError(f"model must be a MinibatchModel, got {type(model).__name__}")
+    x_hat = check_shape("x_hat", check_finite("x_hat", x_hat), (model.dim,))
+    return x_hat, model._check(x_hat[None], "x_hat")[0]
+
+def cv_grad(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
+            theta,                # positions (C, dim), one per chain
+            x_hat,                # reference point (dim,), e.g. the posterior mode
+            batch_size:int=32,    # examples per estimate, drawn with replacement for each row; None: the full-data gradient
+            rng=None,             # random generator or seed (SPEC 7) of the minibatches
+           ) -> np.ndarray:
+    "Control-variate estimate (C, dim) of the log posterior's gradient: prior gradient + N gbar(x_hat) + N/n times the batch's gradient differences between theta and x_hat."
+    x_hat, g_hat = _reference_point(model, x_hat)
+    theta = check_finite("theta", check_shape("theta", np.asarray(theta, dtype=float), (None, model.dim)))
+    idx = _batch_indices(as_rng(rng), len(theta), model.n_data, batch_size)
+    gp, gl = _cv_parts(model, theta, idx, x_hat, g_hat)
+    return gp + model.n_data * gl
+
+@shares_parameters(sgld, ["step_size"] + _RUN_SETTINGS)
+def sgld_cv(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
+            x_hat,                # reference point (dim,) of the control variate, e.g. the posterior mode
+            **shared,             # the settings of `sgld`: step_size, decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress
+           ) -> SGMCMCResult:
+    "SGLD with the control-variate gradient of Baker et al. (2019): `cv_grad` in place of the plain minibatch estimate (two batch gradients per update)."
+    x_hat, g_hat = _reference_point(model, x_hat)
+    N = model.n_data
+    def update(state, eps, rng, idx):
+        gp, gl = _cv_parts(model, state[0], idx, x_hat, g_hat)
+        return (state[0] + 0.5 * eps * (gp + N * gl) + np.sqrt(eps) * rng.standard_normal(state[0].shape),)
+    # the reference pass at x_hat costs N per-example gradients per chain, and a minibatch update 2n instead of n
+    return _run(model, lambda x, gl, rng: ((x,), N), update, desc="sgld-cv", per_update=2, **shared)
+
+_SAMPLERS["sgld_cv"] = sgld_cv
+
+def posterior_mode(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
+                   x0=None,              # start (dim,) of the search; None: zeros
+                  ) -> np.ndarray:
+    "The full-data posterior mode (dim,) by BFGS on the log posterior and its full-data gradient (scipy.optimize)."
+    from scipy import optimize
+    if not isinstance(model, MinibatchModel):
+        raise ValueError(f"model must be a MinibatchModel, got {type(model).__name__}")
+    x0 = np.zeros(model.dim) if x0 is None else check_shape("x0", check_finite("x0", x0), (model.dim,))
+    t = model.target()
+    res = optimize.minimize(lambda x: -float(t.logdensity_batch(x[None])[0]), x0,
+                            jac=lambda x: -model.grad(x[None], None)[0], method="BFGS")
+    if not res.success:
+        warnings.warn(f"posterior_mode: BFGS stopped without converging ({res.message})", RuntimeWarning, stacklevel=2)
+    return res.x
+
+# %% ../nbs/04d_sgmcmc.ipynb #7d6ac855
+class ControlVariateRuns(NamedTuple):
+    "Gradient noise along a line through the mode, and step-size sweeps of SGLD and SGLD-CV, both against the same reference."
+    x_hat: np.ndarray        # (dim,) reference point of the control variate (the posterior mode)
+    distance: np.ndarray     # (K,) distances from x_hat along the line, in reference posterior sds
+    noise_plain: np.ndarray  # (K, dim) sd of the plain minibatch gradient estimate at each point
+    noise_cv: np.ndarray     # (K, dim) sd of the control-variate estimate at each point
+    sgld: SweepResult        # the SGLD sweep of `tradeoff_example`
+    sgld_cv: SweepResult     # SGLD-CV on the same steps, batches, starts and run lengths
+
+def control_variate_example(runs:TradeoffRuns, # output of `tradeoff_example` (its NUTS reference and SGLD sweep)
+                            n_est:int=400,      # gradient estimates per point for the noise sds
+                            rng=0,              # random seed
+                           ) -> ControlVariateRuns:
+    "SGLD-CV on the logistic-regression example of `tradeoff_example`: gradient noise against the distance from the mode, and the step-size sweep of SGLD repeated with `cv_grad`."
+    rng = as_rng(rng)
+    X, y = logistic_example(1000)
+    model = logistic_model(X, y)
+    ref = runs.reference.draws
+    m0, s0 = ref.mean((0, 1)), ref.std((0, 1))
+    x_hat = posterior_mode(model)
+    u = rng.standard_normal(model.dim); u /= np.linalg.norm(u)       # a random direction, scaled by the posterior sds
+    dist = np.linspace(0, 4, 9)
+    noise_p, noise_c = [], []
+    for r in dist:
+        th = np.repeat((x_hat + r * u * s0)[None], check_count("n_est", n_est, 2), axis=0)
+        noise_p.append(model.grad(th, batch_size=50, rng=rng).std(0))
+        noise_c.append(cv_grad(model, th, x_hat, batch_size=50, rng=rng).std(0))
+    plain = runs.sweeps[[s.sampler for s in runs.sweeps].index("sgld")]
+    cv = step_size_sweep("sgld_cv", model, STEP_GRIDS["sgld"], m0, s0, n_steps=2000, chains_per_step=8, batch_size=50,
+                         x0=np.zeros(model.dim), x_hat=x_hat, rng=rng)
+    return ControlVariateRuns(x_hat, dist, np.array(noise_p), np.array(noise_c), plain, cv)
+
+def fig_control_variates(cv:ControlVariateRuns, # output of `control_variate_example`
+                        ):
+    "Left: sd of the plain and control-variate gradient estimates against the distance from the mode. Right: SGLD and SGLD-CV errors against NUTS over the step size."
+    fig, (a, b) = new_figure(1, 2, width=11, height=3.8)
+    for j in range(cv.noise_plain.shape[1]):
+        a.plot(cv.distance, cv.noise_plain[:, j], "o-", color=COLORS[j], ms=4, label=f"plain, $\\theta_{j + 1}$")
+        a.plot(cv.distance, np.maximum(cv.noise_cv[:, j], 1e-3), "s--", color=COLORS[j], ms=4, mfc="none",
+               label=f"control variate, $\\theta_{j + 1}$")
+    a.set(yscale="log", xlabel=r"distance from the mode $\hat\theta$ (posterior sds)",
+          ylabel="sd of the gradient estimate (n = 50)")
+    a.legend(frameon=False, fontsize=8, ncol=2)
+    for s, col, lab in ((cv.sgld, COLORS[0], "SGLD"), (cv.sgld_cv, COLORS[1], "SGLD-CV")):
+        b.plot(s.step_size, s.mean_error, "o-", color=col, label=f"{lab}: mean error (in sds)")
+        b.plot(s.step_size, s.sd_error, "s--", color=col, label=f"{lab}: |log sd ratio| (rms)")
+    b.set(xscale="log", yscale="log", xlabel="step size", ylabel="error against NUTS")
+    b.legend(frameon=False, fontsize=8)
     return fig
