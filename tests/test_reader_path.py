@@ -268,3 +268,24 @@ def test_exercise_ids_and_their_chapters():
         book = {"mc": "03_montecarlo", "smc": "05_smc", "bnn": "07_bnn"}[prefix]
         intro = cg.first_markdown(NBS / "exercises" / f"{book}.ipynb")
         assert e in intro and all(f"../{f}" in intro for f in extra), f"{e}: the problem set's intro does not say {extra}"
+
+
+def _page_title(path):
+    "The text of a notebook's first `# ` heading."
+    for c in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        s = cg._src(c)
+        if c["cell_type"] == "markdown" and s.startswith("# "):
+            return s.splitlines()[0][2:].strip()
+
+
+def test_one_label_per_chapter():
+    "A chapter's sidebar label is its number and its page title; a problem or solution set's label is its title."
+    bad = []
+    for href, label in cg.sidebar_labels(ROOT / "_quarto.yml"):
+        title = _page_title(NBS / href)
+        if re.match(r"^\d+[a-z]? ", label):
+            if label.split(" ", 1)[1] != title:
+                bad.append(f"{href}: sidebar {label!r}, title {title!r}")
+        elif re.match(r"^(Problems|Solutions) \d+: ", label) and label != title:
+            bad.append(f"{href}: sidebar {label!r}, title {title!r}")
+    assert not bad, "\n".join(bad)
