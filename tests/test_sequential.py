@@ -1,0 +1,124 @@
+"""Tests of bayesnotes.sequential: sequential Gaussian updates of weights against exact answers.
+
+Exact references: for a model linear in its weights (Bayesian linear regression) the batch posterior has a closed
+form (`linear_posterior`); the EKF, the iterated EKF, sequential Laplace and natural-gradient online VI (antithetic
+draws, one step of size 1) must all reproduce it to rounding error, in any data order and for any batch size. For a
+linear f the EKF is the Kalman filter, checked against a hand-written information-form recursion. Monte Carlo enters
+only through online VI on a network, where we test a property that holds for every draw (a positive definite
+covariance and a finite predictive), so no statistical bound (and no false-alarm rate) is needed. Seeds come from the
+`seed` fixture."""
+import numpy as np
+import pytest
+
+from bayesnotes.bnn import toy_regression_data
+from bayesnotes.sequential import (TOY_NOISE_VAR, TOY_SIZES, ekf_weights, linear_fn, linear_posterior,
+                                   linearised_predictive, mlp_fn, online_vi, sequential_laplace, toy_prior)
+
+
+def _linear_problem(seed, n=30, P=4):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, P))
+    y = X @ rng.standard_normal(P) + 0.5 * rng.standard_normal(n)
+    A = rng.standard_normal((P, P))
+    return X, y, rng.standard_normal(P), A @ A.T + np.eye(P), 0.25
+
+
+def _close(b, exact, tol=1e-9):
+    assert np.abs(b.mean - exact.mean).max() < tol * (1 + np.abs(exact.mean).max())
+    assert np.abs(b.cov - exact.cov).max() < tol * np.abs(exact.cov).max()
+
+
+def test_linear_posterior_matches_information_form(seed):
+    "The closed-form posterior solves (S0^-1 + X^T X / R) m = S0^-1 m0 + X^T y / R."
+    X, y, m0, S0, R = _linear_problem(seed(0))
+    ex = linear_posterior(X, y, m0, S0, R)
+    Lam = np.linalg.inv(S0) + X.T @ X / R
+    assert np.allclose(Lam @ ex.mean, np.linalg.solve(S0, m0) + X.T @ y / R, atol=1e-9)
+    assert np.allclose(ex.cov @ Lam, np.eye(len(m0)), atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["ekf", "iekf", "laplace1", "laplace7", "vi1", "vi7"])
+def test_every_method_exact_in_linear_case(seed, method):
+    "Each sequential update returns the batch posterior of Bayesian linear regression, in two data orders."
+    X, y, m0, S0, R = _linear_problem(seed(1))
+    ex = linear_posterior(X, y, m0, S0, R)
+    for order in (None, "random"):
+        b = {"ekf": lambda: ekf_weights(linear_fn, m0, S0, X, y, R, order=order, rng=seed(2)),
+             "iekf": lambda: ekf_weights(linear_fn, m0, S0, X, y, R, n_iter=3, order=order, rng=seed(2)),
+             "laplace1": lambda: sequential_laplace(linear_fn, m0, S0, X, y, R, order=order, rng=seed(2)),
+             "laplace7": lambda: sequential_laplace(linear_fn, m0, S0, X, y, R, batch_size=7, order=order, rng=seed(2)),
+             "vi1": lambda: online_vi(linear_fn, m0, S0, X, y, R, batch_size=1, n_iter=1, step=1., order=order, rng=seed(2)),
+             "vi7": lambda: online_vi(linear_fn, m0, S0, X, y, R, batch_size=7, n_iter=1, step=1., order=order, rng=seed(2)),
+             }[method]()
+        _close(b, ex)
+
+
+def test_ekf_is_kalman_filter_for_linear_f(seed):
+    "Step by step, the EKF on a linear f equals the Kalman recursion in information form."
+    X, y, m0, S0, R = _linear_problem(seed(3), n=8)
+    m, Lam, eta = m0, np.linalg.inv(S0), np.linalg.solve(S0, m0)
+    for t in range(len(y)):
+        b = ekf_weights(linear_fn, m0, S0, X[:t + 1], y[:t + 1], R)
+        Lam = Lam + np.outer(X[t], X[t]) / R
+        eta = eta + X[t] * y[t] / R
+        assert np.allclose(b.mean, np.linalg.solve(Lam, eta), atol=1e-9)
+        assert np.allclose(b.cov, np.linalg.inv(Lam), atol=1e-9)
+
+
+def test_process_noise_inflates_covariance(seed):
+    "With process noise q > 0 the final covariance is larger (in trace) than without, on a linear model."
+    X, y, m0, S0, R = _linear_problem(seed(4))
+    b0 = ekf_weights(linear_fn, m0, S0, X, y, R)
+    bq = ekf_weights(linear_fn, m0, S0, X, y, R, process_var=0.1)
+    assert np.trace(bq.cov) > np.trace(b0.cov) * 1.01
+
+
+def test_order_dependence_nonlinear(seed):
+    "On the chapter's network the EKF result changes with the data order (it does not on a linear model)."
+    fn = mlp_fn(TOY_SIZES)
+    X, y = toy_regression_data(30, rng=seed(5))
+    m0, S0 = toy_prior(seed(6))
+    a = ekf_weights(fn, m0, S0, X, y, TOY_NOISE_VAR)
+    b = ekf_weights(fn, m0, S0, X, y, TOY_NOISE_VAR, order=np.arange(30)[::-1])
+    assert np.abs(a.mean - b.mean).max() > 1e-3
+    ma, _ = linearised_predictive(fn, a, X, TOY_NOISE_VAR)
+    mb, _ = linearised_predictive(fn, b, X, TOY_NOISE_VAR)
+    assert np.abs(ma - mb).max() > 1e-3
+
+
+def test_iterated_ekf_reaches_one_point_map(seed):
+    "Iterated to convergence, the one-point EKF mean equals sequential Laplace on the same point (the one-point MAP)."
+    fn = mlp_fn(TOY_SIZES)
+    X, y = toy_regression_data(1, rng=seed(7))
+    m0, S0 = toy_prior(seed(8))
+    it = ekf_weights(fn, m0, S0, X, y, TOY_NOISE_VAR, n_iter=50)
+    lap = sequential_laplace(fn, m0, S0, X, y, TOY_NOISE_VAR)
+    assert np.abs(it.mean - lap.mean).max() < 1e-5 * (1 + np.abs(lap.mean).max())
+    assert np.abs(it.cov - lap.cov).max() < 1e-5 * np.abs(lap.cov).max()   # both at the converged mode
+
+
+def test_online_vi_network_is_valid(seed):
+    "On the network, online VI returns a symmetric positive definite covariance and a finite predictive."
+    fn = mlp_fn(TOY_SIZES)
+    X, y = toy_regression_data(20, rng=seed(9))
+    m0, S0 = toy_prior(seed(10))
+    b = online_vi(fn, m0, S0, X, y, TOY_NOISE_VAR, batch_size=10, n_iter=5, rng=seed(11))
+    assert np.allclose(b.cov, b.cov.T) and np.linalg.eigvalsh(b.cov).min() > 0
+    mu, sd = linearised_predictive(fn, b, X, TOY_NOISE_VAR)
+    assert np.all(np.isfinite(mu)) and np.all(sd >= np.sqrt(TOY_NOISE_VAR) - 1e-12)
+
+
+def test_bad_inputs():
+    X, y, m0, S0, R = _linear_problem(0, n=5, P=2)
+    with pytest.raises(ValueError, match="noise_var"): ekf_weights(linear_fn, m0, S0, X, y, 0.)
+    with pytest.raises(ValueError, match="cov0"): ekf_weights(linear_fn, m0, -S0, X, y, R)
+    with pytest.raises(ValueError, match="cov0"): ekf_weights(linear_fn, m0, S0[:1], X, y, R)
+    with pytest.raises(ValueError, match="y"): ekf_weights(linear_fn, m0, S0, X, y[:3], R)
+    with pytest.raises(ValueError, match="X"): ekf_weights(linear_fn, m0, S0, X[:, :, None], y, R)
+    with pytest.raises(ValueError, match="mean0"): ekf_weights(linear_fn, np.array([np.nan, 0.]), S0, X, y, R)
+    with pytest.raises(ValueError, match="process_var"): ekf_weights(linear_fn, m0, S0, X, y, R, process_var=-1.)
+    with pytest.raises(ValueError, match="order"): ekf_weights(linear_fn, m0, S0, X, y, R, order=[0, 0, 1, 2, 3])
+    with pytest.raises(ValueError, match="batch_size"): sequential_laplace(linear_fn, m0, S0, X, y, R, batch_size=0)
+    with pytest.raises(ValueError, match="n_mc"): online_vi(linear_fn, m0, S0, X, y, R, n_mc=3)
+    with pytest.raises(ValueError, match="step"): online_vi(linear_fn, m0, S0, X, y, R, step=1.5)
+    with pytest.raises(ValueError, match="rng"): ekf_weights(linear_fn, m0, S0, X, y, R, order="random", rng="x")
