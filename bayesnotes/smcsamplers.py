@@ -368,7 +368,7 @@ class RareEventResult(NamedTuple):
     reached: bool           # False if max_steps ran out first: log_prob then estimates P(S > levels[-1])
 
 @shares_parameters(tempered_smc, ("resampling", "scale", "progress"))
-def rare_event_smc(score:Callable,       # S: (N, d) -> (N,) score of each point; the event is S(theta) > threshold
+def rare_event_smc(score:Callable,       # S: (N, d) -> (N,) score of each point (+inf allowed, NaN not); the event is S(theta) > threshold
                    threshold:float,       # level lambda* of the rare event
                    log_prior:Callable,    # log density of pi_0: a `Target` (one point (d,)) or vectorised (N, d) -> (N,)
                    prior_sample:Callable, # (rng, N) -> (N, d) draws from pi_0
@@ -389,7 +389,14 @@ def rare_event_smc(score:Callable,       # S: (N, d) -> (N,) score of each point
     alive = float(check_probability("alive", check_shape("alive", alive, ())))
     max_steps, rng = check_count("max_steps", max_steps), as_rng(rng)
     def minus_score(p):          # the shared loop lowers a level on -S, as smc_abc lowers a tolerance on a distance
-        return -check_logpdf(score(p), len(p), "score")
+        try:                     # +inf is a valid score (above every level); NaN is not
+            s = np.asarray(score(p), dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError("score must return real numbers") from None
+        if s.shape != (len(p),) or np.isnan(s).any():
+            raise ValueError(f"score must return one real number (not NaN) per point, shape ({len(p)},); got shape "
+                             f"{s.shape}" + (f" with {int(np.isnan(s).sum())} NaN" if s.shape == (len(p),) else ""))
+        return -s
     theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
     theta, W, d, log_p, eps, n_alive, acc, reached = _level_schedule(
         theta, lp, minus_score(theta), minus_score, log_prior, -threshold, rng, alive, max_steps, shared, "rare_event_smc")

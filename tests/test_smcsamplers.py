@@ -441,16 +441,18 @@ def test_rare_event_probability_matches_the_exact_tail(seed):
     i.e. below one standard error); |t| < 4.5 on 99 degrees of freedom has false-alarm probability about 2e-5 (for
     roughly normal estimates: their relative sd is 0.14). The relative sd itself is compared with the formula of
     Cerou et al. (2012) for perfect moves, sqrt((n0 (1 - p0) / p0 + (1 - r0) / r0) / N) = 0.135 (n0 = 18 halvings,
-    r0 = 0.89): the sample sd of 100 values has a relative standard error of about 0.07, so (0.75, 1.6) excludes the
-    formula's value by 3.5 standard errors below and leaves room above for moves that do not mix perfectly (measured
-    ratio 1.0-1.05)."""
+    r0 = 0.89): the sample sd of 100 values has a relative standard error of about 0.07, so (0.65, 1.6) excludes the
+    formula's value by 5 standard errors below and leaves room above for moves that do not mix perfectly (measured
+    ratio 1.0-1.05). With the estimates' kurtosis (roughly lognormal, sigma 0.14) the relative SE of the sample sd is
+    about 0.074: the measured ratio (about 1.02) is 5 SEs above 0.65 (one-sided false alarm about 3e-7) and 7.8 below
+    1.6 (far smaller)."""
     score, lam, lp, ps, log_exact = halfspace_rare_event()
     est = np.exp([rare_event_smc(score, lam, lp, ps, 1000, rng=seed(k)).log_prob - log_exact for k in range(100)])
     t = (est.mean() - 1) / (est.std(ddof=1) / 10)
     assert abs(t) < 4.5, (est.mean(), t)
     n0 = int(np.floor(log_exact / np.log(0.5))); r0 = np.exp(log_exact) / 0.5 ** n0
     theory = np.sqrt((n0 + (1 - r0) / r0) / 1000)
-    assert 0.75 < est.std(ddof=1) / est.mean() / theory < 1.6, (est.std(ddof=1) / est.mean(), theory)
+    assert 0.65 < est.std(ddof=1) / est.mean() / theory < 1.6, (est.std(ddof=1) / est.mean(), theory)
 
 
 def test_rare_event_draws_are_conditioned_on_the_event(seed):
@@ -470,7 +472,7 @@ def test_rare_event_draws_are_conditioned_on_the_event(seed):
     assert abs(t) < 5, (np.mean(means), exact, t)
 
 
-def test_rare_event_levels_keep_half_alive(seed):
+def test_rare_event_levels_keep_a_fraction_alive(seed):
     "Each level but the last keeps exactly ceil(alive N) particles (continuous scores: no ties); same seed, same run."
     score, lam, lp, ps, _ = halfspace_rare_event(d=3, threshold=3.0)
     r = rare_event_smc(score, lam, lp, ps, 301, rng=seed(1), alive=0.3)
@@ -502,6 +504,9 @@ def test_rare_event_bad_inputs():
         rare_event_smc(lambda th: th, lam, lp, ps, 100, rng=0)          # (N, d) instead of (N,)
     with pytest.raises(ValueError, match="alive"):
         rare_event_smc(score, lam, lp, ps, 100, rng=0, alive=1.5)
+    # +inf is a valid score (the point is above every level)
+    r = rare_event_smc(lambda th: np.where(th[:, 0] > 2, np.inf, score(th)), lam, lp, ps, 200, rng=0)
+    assert r.reached and np.isfinite(r.log_prob)
     with pytest.raises(ValueError, match="N"):
         rare_event_smc(score, lam, lp, ps, 1, rng=0)
     with pytest.raises(ValueError, match="n_mcmc"):
