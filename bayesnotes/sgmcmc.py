@@ -21,7 +21,8 @@ from . import mcmc
 __all__ = ['STEP_GRIDS', 'MinibatchModel', 'logistic_model', 'logistic_example', 'GaussianMean', 'gaussian_mean_model',
            'SGMCMCResult', 'sgld', 'sgld_variance', 'psgld', 'sghmc', 'sghmc_variance', 'fig_gaussian_bias',
            'SweepResult', 'step_size_sweep', 'TradeoffRuns', 'tradeoff_example', 'fig_step_tradeoff', 'cv_grad',
-           'sgld_cv', 'posterior_mode', 'ControlVariateRuns', 'control_variate_example', 'fig_control_variates']
+           'sgld_cv', 'PosteriorMode', 'posterior_mode', 'ControlVariateRuns', 'control_variate_example',
+           'fig_control_variates']
 
 # %% ../nbs/04d_sgmcmc.ipynb #fdc82cf7
 class MinibatchModel:
@@ -395,6 +396,8 @@ def step_size_sweep(sampler:str,             # "sgld", "psgld", "sghmc" or "sgld
     "Run a sampler once with `chains_per_step` chains at each step size (all vectorised) and compare the pooled second halves with a reference."
     if sampler not in _SAMPLERS:
         raise ValueError(f"sampler must be one of {sorted(_SAMPLERS)}, got {sampler!r}")
+    if sampler == "sgld_cv" and "x_hat" not in kwargs:
+        raise ValueError("x_hat: the sgld_cv sweep needs the reference point x_hat (e.g. posterior_mode(model).x)")
     h = check_positive("step_sizes", np.atleast_1d(step_sizes))
     if h.ndim != 1:
         raise ValueError(f"step_sizes must be 1-d, got shape {h.shape}")
@@ -500,21 +503,29 @@ def sgld_cv(model:MinibatchModel, # the posterior: log prior and per-example log
             x_hat,                # reference point (dim,) of the control variate, e.g. the posterior mode
             **shared,             # the settings of `sgld`: step_size, decay, batch_size, x0, n_draws, n_chains, n_warmup, thin, rng, progress
            ) -> SGMCMCResult:
-    "SGLD with the control-variate gradient of Baker et al. (2019): `cv_grad` in place of the plain minibatch estimate (two batch gradients per update)."
+    """SGLD with the control-variate gradient of Baker et al. (2019): `cv_grad` in place of the plain minibatch estimate
+    (two batch gradients per update). x_hat should be a mode (`posterior_mode`): far from where the chains run, the
+    control variate can make the gradient noisier than the plain estimate."""
     x_hat, g_hat = _reference_point(model, x_hat)
     N = model.n_data
     def update(state, eps, rng, idx):
         gp, gl = _cv_parts(model, state[0], idx, x_hat, g_hat)
         return (state[0] + 0.5 * eps * (gp + N * gl) + np.sqrt(eps) * rng.standard_normal(state[0].shape),)
-    # the reference pass at x_hat costs N per-example gradients per chain, and a minibatch update 2n instead of n
+    # the reference pass at x_hat (N gradients, once) is counted as N for every chain, an upper bound; a minibatch
+    # update costs 2n instead of n
     return _run(model, lambda x, gl, rng: ((x,), N), update, desc="sgld-cv", per_update=2, **shared)
 
 _SAMPLERS["sgld_cv"] = sgld_cv
 
+class PosteriorMode(NamedTuple):
+    "The full-data posterior mode and what finding it cost."
+    x: np.ndarray    # (dim,) the mode
+    n_grad: int      # per-example log-likelihood gradients spent (N per full-data gradient evaluation)
+
 def posterior_mode(model:MinibatchModel, # the posterior: log prior and per-example log likelihoods
                    x0=None,              # start (dim,) of the search; None: zeros
-                  ) -> np.ndarray:
-    "The full-data posterior mode (dim,) by BFGS on the log posterior and its full-data gradient (scipy.optimize)."
+                  ) -> PosteriorMode:
+    "The full-data posterior mode by BFGS on the log posterior and its full-data gradient (scipy.optimize), with its cost."
     from scipy import optimize
     if not isinstance(model, MinibatchModel):
         raise ValueError(f"model must be a MinibatchModel, got {type(model).__name__}")
@@ -524,7 +535,7 @@ def posterior_mode(model:MinibatchModel, # the posterior: log prior and per-exam
                             jac=lambda x: -model.grad(x[None], None)[0], method="BFGS")
     if not res.success:
         warnings.warn(f"posterior_mode: BFGS stopped without converging ({res.message})", RuntimeWarning, stacklevel=2)
-    return res.x
+    return PosteriorMode(res.x, int(res.njev) * model.n_data)
 
 # %% ../nbs/04d_sgmcmc.ipynb #7d6ac855
 class ControlVariateRuns(NamedTuple):
@@ -535,18 +546,26 @@ class ControlVariateRuns(NamedTuple):
     noise_cv: np.ndarray     # (K, dim) sd of the control-variate estimate at each point
     sgld: SweepResult        # the SGLD sweep of `tradeoff_example`
     sgld_cv: SweepResult     # SGLD-CV on the same steps, batches, starts and run lengths
+    sgld_2n: SweepResult     # plain SGLD with batches twice as large: the same gradients per update as SGLD-CV
+    mode_n_grad: int         # per-example gradients spent by `posterior_mode`
 
 def control_variate_example(runs:TradeoffRuns, # output of `tradeoff_example` (its NUTS reference and SGLD sweep)
                             n_est:int=400,      # gradient estimates per point for the noise sds
                             rng=0,              # random seed
                            ) -> ControlVariateRuns:
-    "SGLD-CV on the logistic-regression example of `tradeoff_example`: gradient noise against the distance from the mode, and the step-size sweep of SGLD repeated with `cv_grad`."
+    """SGLD-CV on the logistic-regression example of `tradeoff_example` (run with its default data, batch size, run length
+    and chains): gradient noise against the distance from the mode, and the step-size sweep of SGLD repeated with
+    `cv_grad` and, at equal cost, with batches of twice the size."""
     rng = as_rng(rng)
+    sg = runs.sweeps[[s.sampler for s in runs.sweeps].index("sgld")]
+    if sg.n_grad != 1000 + 2000 * 50 or len(sg.step_size) != len(STEP_GRIDS["sgld"]):
+        raise ValueError("runs must come from tradeoff_example with its default n_data, batch_size, n_steps and step grid")
     X, y = logistic_example(1000)
     model = logistic_model(X, y)
     ref = runs.reference.draws
     m0, s0 = ref.mean((0, 1)), ref.std((0, 1))
-    x_hat = posterior_mode(model)
+    mode = posterior_mode(model)
+    x_hat = mode.x
     u = rng.standard_normal(model.dim); u /= np.linalg.norm(u)       # a random direction, scaled by the posterior sds
     dist = np.linspace(0, 4, 9)
     noise_p, noise_c = [], []
@@ -554,18 +573,21 @@ def control_variate_example(runs:TradeoffRuns, # output of `tradeoff_example` (i
         th = np.repeat((x_hat + r * u * s0)[None], check_count("n_est", n_est, 2), axis=0)
         noise_p.append(model.grad(th, batch_size=50, rng=rng).std(0))
         noise_c.append(cv_grad(model, th, x_hat, batch_size=50, rng=rng).std(0))
-    plain = runs.sweeps[[s.sampler for s in runs.sweeps].index("sgld")]
-    cv = step_size_sweep("sgld_cv", model, STEP_GRIDS["sgld"], m0, s0, n_steps=2000, chains_per_step=8, batch_size=50,
-                         x0=np.zeros(model.dim), x_hat=x_hat, rng=rng)
-    return ControlVariateRuns(x_hat, dist, np.array(noise_p), np.array(noise_c), plain, cv)
+    kw = dict(n_steps=2000, chains_per_step=8, x0=np.zeros(model.dim), rng=rng)
+    cv = step_size_sweep("sgld_cv", model, STEP_GRIDS["sgld"], m0, s0, batch_size=50, x_hat=x_hat, **kw)
+    plain_2n = step_size_sweep("sgld", model, STEP_GRIDS["sgld"], m0, s0, batch_size=100, **kw)
+    return ControlVariateRuns(x_hat, dist, np.array(noise_p), np.array(noise_c), sg, cv,
+                              plain_2n._replace(sampler="sgld, n = 100"), mode.n_grad)
 
 def fig_control_variates(cv:ControlVariateRuns, # output of `control_variate_example`
                         ):
     "Left: sd of the plain and control-variate gradient estimates against the distance from the mode. Right: SGLD and SGLD-CV errors against NUTS over the step size."
-    fig, (a, b) = new_figure(1, 2, width=11, height=3.8)
+    fig, (a, b) = new_figure(1, 2, width=13, height=3.8)
+    cols = COLORS[2:]                        # not the blue and red that mean SGLD and SGLD-CV on the right
+    for j in range(cv.noise_plain.shape[1]):     # plain first, then control variate: the legend's two columns
+        a.plot(cv.distance, cv.noise_plain[:, j], "o-", color=cols[j], ms=4, label=f"plain, $\\theta_{j + 1}$")
     for j in range(cv.noise_plain.shape[1]):
-        a.plot(cv.distance, cv.noise_plain[:, j], "o-", color=COLORS[j], ms=4, label=f"plain, $\\theta_{j + 1}$")
-        a.plot(cv.distance, np.maximum(cv.noise_cv[:, j], 1e-3), "s--", color=COLORS[j], ms=4, mfc="none",
+        a.plot(cv.distance, np.maximum(cv.noise_cv[:, j], 1e-3), "s--", color=cols[j], ms=4, mfc="none",
                label=f"control variate, $\\theta_{j + 1}$")
     a.set(yscale="log", xlabel=r"distance from the mode $\hat\theta$ (posterior sds)",
           ylabel="sd of the gradient estimate (n = 50)")
@@ -573,6 +595,8 @@ def fig_control_variates(cv:ControlVariateRuns, # output of `control_variate_exa
     for s, col, lab in ((cv.sgld, COLORS[0], "SGLD"), (cv.sgld_cv, COLORS[1], "SGLD-CV")):
         b.plot(s.step_size, s.mean_error, "o-", color=col, label=f"{lab}: mean error (in sds)")
         b.plot(s.step_size, s.sd_error, "s--", color=col, label=f"{lab}: |log sd ratio| (rms)")
+    b.plot(cv.sgld_2n.step_size, cv.sgld_2n.sd_error, "s:", color=COLORS[0], mfc="none",
+           label="SGLD, batches of 100 (same cost as SGLD-CV): |log sd ratio|")
     b.set(xscale="log", yscale="log", xlabel="step size", ylabel="error against NUTS")
-    b.legend(frameon=False, fontsize=8)
+    b.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))   # outside: it hid the dotted line
     return fig
