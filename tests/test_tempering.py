@@ -100,10 +100,13 @@ def test_mode_weight_is_exact(seed):
 
 
 def test_random_walk_alone_stays_in_its_mode(seed):
-    """With the single temperature 1 (plain random-walk Metropolis) a chain started at -6 does not reach x > 0 in 3000
-    iterations: the barrier is 16.8 nats. Not a calibrated statistic: at 8 seeds of the chapter no chain went above -2."""
+    """With the single temperature 1 (plain random-walk Metropolis) chains started at -6 (barrier 16.8 nats) stay in the
+    small mode and estimate P(x > 0) far below its 0.7. A chain does cross now and then: 2 of 4000 chains of 3000
+    iterations did (rng=123; 95% upper bound on the rate 1.8e-3), and it happened at seed offset 145 of the long sweep,
+    so the test does not forbid it. A crossing chain has at most a quarter of the 4 chains' draws, so a pooled fraction
+    above 0.35 needs two crossings: probability below 6 (1.8e-3)^2 = 2e-5."""
     res = parallel_tempering(two_mode_mixture(), [-6.0], [1.0], 3000, n_chains=4, n_warmup=0, rng=seed(4))
-    assert res.draws.max() < 0
+    assert np.mean(res.draws > 0) < 0.35, np.mean(res.draws > 0, axis=(1, 2))
 
 
 def test_swap_acceptance_matches_gaussian_exact(seed):
