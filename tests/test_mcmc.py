@@ -186,7 +186,11 @@ def test_samplers_match_banana_moments(kernel, kw, accept, seed):
         # 6.65 over 40 seeds for NUTS with 16 x 400 draws (mean 2.1). Random-walk Metropolis as well: with 4 x 4000
         # draws the sd of x2 was 6.0 estimated MCSEs off at seed offset 119 of a sweep; with 16 x 1000 draws the
         # largest |t| over 40 seeds was 3.5 (mean 0.6-1.2 per quantity).
-        n_draws = {"rwmh": 1000, "mala": 1000, "nuts": 400}[kernel]
+        # The t bound assumes roughly normal per-chain estimates; NUTS's per-chain sd of x2 is heavy-tailed here (a
+        # chain that reaches the arm's tip, where a few transitions diverge): with 16 x 400 draws |t| reached 8.9 and
+        # 7.7 over seeds 150-179 (8.9 failed at seed offset 151 of the long sweep). With 16 x 1000 draws the largest
+        # over the same 30 seeds was 6.9 (next 4.4): the false-alarm rate is measured, not the nominal 1e-6.
+        n_draws = {"rwmh": 1000, "mala": 1000, "nuts": 1000}[kernel]
         res = sample(kernel, t, np.zeros(2), n_warmup=300 if kernel == "nuts" else 500, n_draws=n_draws, n_chains=16,
                      rng=seed(11), **kw)
         x = res.draws
