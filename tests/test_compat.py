@@ -386,3 +386,17 @@ def test_math_converter_batches_pandoc_calls(monkeypatch):
     n = len(runs)
     conv.prepare(formulas)
     assert len(runs) == n
+
+
+def test_tex_to_text_writes_simple_scripts_without_brackets():
+    """Figure captions become plain text with `tex_to_text`: a script pandoc has no Unicode character for loses
+    the brackets pandoc's plain writer puts round it when it is a plain word, number or bracketed group, and keeps
+    them when they are needed to read it ('E_(n − 1)', 'x_(n)y')."""
+    from mathml import MathConverter, tex_to_text, tidy_scripts
+
+    conv = MathConverter()
+    cap = (r"$\alpha_k$ and $D_\alpha$, row $k$ decodes $(z^{(j)}, y = k)$, $(\sigma_p/\sigma_q)^D$, "
+           r"($E_n - E_{n-1}$), $x_n y$, $\beta_t = (t/T)^4$, $\theta_{12}$, $\log\hat Z$")
+    assert tex_to_text(cap, conv) == ("α_k and D_α, row k decodes (z^(j), y = k), (σ_p/σ_q)^D, (E_n − E_(n − 1)), "
+                                      "x_(n)y, β_t = (t/T)⁴, θ₁₂, log Z\u0302")
+    assert tidy_scripts("e^(−x) + x^(2n) + x_(i_(j))") == "e^(−x) + x^(2n) + x_(i_j)"

@@ -108,7 +108,7 @@ class MathConverter:
         texts = list(dict.fromkeys(t for t, _ in formulas if t not in self._text))
         if texts:
             out = self._run(["-f", "json", "-t", "plain", "--wrap=none"], self._doc([(t, False) for t in texts]))
-            plain = {tex: " ".join(s.split()) for tex, s in zip(texts, self._split(out, len(texts), False))}
+            plain = {tex: tidy_scripts(" ".join(s.split())) for tex, s in zip(texts, self._split(out, len(texts), False))}
             # pandoc's plain writer had no Unicode form: linearise the inline MathML (converted in one batch)
             linearise = [t for t, s in plain.items() if not s or "$" in s or "\\" in s]
             self._convert((t, False) for t in linearise)
@@ -128,6 +128,17 @@ class MathConverter:
         if tex not in self._text:
             self.prepare([(tex, False)])
         return self._text[tex]
+
+
+# pandoc's plain writer brackets every script it has no Unicode character for: `\alpha_k` -> 'α_(k)',
+# `z^{(j)}` -> 'z^((j))'. A script of letters only, of digits only, or already in brackets needs none, unless a
+# letter or digit follows, which would read as part of it: 'x_(n)y' and 'x^(2n)' stay.
+_BRACKETED_SCRIPT = re.compile(r"([_^])\(([^\W\d_]+|\d+|\([^()\s]*\))\)(?!\w)")
+
+
+def tidy_scripts(text: str) -> str:
+    "Drop the brackets pandoc's plain text puts round a simple script: 'α_(k)' -> 'α_k', 'z^((j))' -> 'z^(j)'."
+    return _BRACKETED_SCRIPT.sub(r"\1\2", text)
 
 
 def mathml_to_text(mathml: str) -> str:
