@@ -531,6 +531,61 @@ def test_png_tools():
     assert len(small) < len(b.getvalue())
 
 
+def test_min_font_tag():
+    "tools/figures.py: hidpi()'s measure of the smallest visible text, written in the PNG beside the density tag."
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = _tools("figures")
+    f = Figure(figsize=(6, 2), dpi=110)
+    a, b, c = f.subplots(1, 3)
+    a.plot([0, 1], label="x")
+    a.legend(fontsize=8)
+    a.tick_params(labelsize=9)
+    b.axis("off")  # the tick labels of an axes switched off are not drawn
+    b.tick_params(labelsize=4)
+    b.text(0.5, 0.5, "hidden", fontsize=3, visible=False)
+    c.set_title("", fontsize=2)  # empty texts do not count
+    c.set_xlabel("x", fontsize=12)
+    c.tick_params(labelsize=11)
+    assert fig.min_font_pt(f) == 8
+    c.annotate("note", (0.5, 0.5), fontsize=7.5)
+    assert fig.min_font_pt(f) == 7.5
+    assert fig.min_font_pt(Figure()) is None
+    b = io.BytesIO()
+    f.savefig(b, format="png", dpi=220, metadata={fig.MARK_KEY: "2", fig.FONT_KEY: "7.5", fig.DPI_KEY: "110"})
+    assert fig.png_min_font_pt(b.getvalue()) == (7.5, 110.0) == fig.png_min_font_pt(fig.compress_png(b.getvalue()))
+    plain = io.BytesIO()
+    f.savefig(plain, format="png", dpi=50)
+    assert fig.png_min_font_pt(plain.getvalue()) is None and fig.png_scale(plain.getvalue()) == 1
+
+
+def test_wide_figures_get_the_outset_class(tmp_path):
+    "tools/figures.py: a figure wider than OUTSET_PX (at 1x) may outgrow the column; a strip keeps its zoom link."
+    import base64
+    import io
+
+    from matplotlib.figure import Figure
+
+    fig = _tools("figures")
+
+    def img(w_in, h_in):
+        f = Figure(figsize=(w_in, h_in), dpi=100)
+        f.subplots().plot([0, 1])
+        b = io.BytesIO()
+        f.savefig(b, format="png", dpi=200, metadata={fig.MARK_KEY: "2"})
+        return f'<img src="data:image/png;base64,{base64.b64encode(b.getvalue()).decode()}">'
+
+    page = tmp_path / "p.html"
+    html, n = fig.extract_images(f"<p>{img(4, 3)}</p><p>{img(9, 6)}</p><p>{img(12, 3)}</p>", page, tmp_path)
+    assert n == 3
+    small, wide, strip = html.split("</p>")[:3]
+    assert fig.OUTSET not in small and 'width="400"' in small
+    assert f'<span class="{fig.OUTSET}"><img' in wide and 'width="900"' in wide
+    assert f'<a class="bn-zoom {fig.OUTSET}"' in strip and "<span" not in strip
+
+
 def test_book_pages_transforms():
     "tools/book_pages.py: warnings dropped, manual numbers stripped, show_doc headings unlisted, crossrefs numbered."
     from execnb.nbio import dict2nb, mk_cell
