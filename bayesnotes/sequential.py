@@ -4,6 +4,7 @@
 
 # %% ../nbs/07b_sequential_bnn.ipynb #c18db36e
 from __future__ import annotations
+import warnings
 from typing import NamedTuple, Callable
 
 import numpy as np
@@ -11,7 +12,9 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
 from scipy import optimize, linalg
 
-from .utils import as_rng, check_finite, check_positive, check_count
+from .utils import as_rng, check_finite, check_positive, check_count, check_spd
+from .core import ConvergenceWarning
+from .filters import _condition
 from .bnn import (mlp_apply, mlp_prior_std, toy_regression_data, jacobian_rows, gaussian_nll,
                             predictive_log_likelihood, nuts_reference, _toy_reference_problem,
                             _predictive as _bnn_predictive, mlp_unpack)
@@ -32,10 +35,8 @@ class GaussianBelief(NamedTuple):
 def _check_stream(mean0, cov0, X, y, noise_var):
     m = check_finite("mean0", mean0).astype(float)
     if m.ndim != 1: raise ValueError(f"mean0 must be a vector (P,), got shape {m.shape}")
-    S = check_finite("cov0", cov0).astype(float)
-    if S.shape != (m.size, m.size): raise ValueError(f"cov0 must have shape {(m.size, m.size)}, got {S.shape}")
-    try: np.linalg.cholesky(S)
-    except np.linalg.LinAlgError: raise ValueError("cov0 must be symmetric positive definite") from None
+    check_spd("cov0", cov0, m.size)                      # finite, (P, P), symmetric, positive definite
+    S = np.array(cov0, dtype=float)
     X = check_finite("X", X).astype(float)
     if X.ndim != 2: raise ValueError(f"X must have shape (N, d), got {X.shape}")
     y = check_finite("y", y).astype(float)
@@ -54,49 +55,85 @@ def _order(n, order, rng):
     if order is None: return np.arange(n)
     if isinstance(order, str) and order == "random": return as_rng(rng).permutation(n)
     o = np.asarray(order)
-    if o.shape != (n,) or not np.array_equal(np.sort(o), np.arange(n)):
-        raise ValueError(f"order must be None, 'random' or a permutation of range({n})")
+    if o.shape != (n,) or not np.issubdtype(o.dtype, np.integer) or not np.array_equal(np.sort(o), np.arange(n)):
+        raise ValueError(f"order must be None, 'random' or an integer permutation of range({n})")
     return o
 
 def _jac(fn, theta, X):
-    "Rows d f(x_n)/d theta (N, P) of a model fn(theta (..., P), X (..., N, d)) -> (..., N)."
+    "Rows d f(x_n)/d theta (N, P) of a model fn(theta (..., P), X (..., N, d)) -> (..., N, 1)."
     return jacobian_rows(lambda T, Xb: fn(T, Xb)[..., 0], theta, X)
 
-def _gain_update(m, S, J, resid, R):
-    "Kalman measurement update of N(m, S) with linear observation J theta + noise (variance R)."
-    Sy = J @ S @ J.T + R * np.eye(J.shape[0])
-    C = linalg.cho_factor(Sy)
-    K = linalg.cho_solve(C, J @ S).T           # S J^T Sy^{-1}
-    S_new = S - K @ Sy @ K.T
-    return m + K @ resid, 0.5 * (S_new + S_new.T)
+def _out(fn, theta, X):
+    "The network outputs f(x_n; theta) as a vector (N,), checking the (N, 1) output convention."
+    f = np.asarray(fn(theta, X))
+    if f.shape != (len(X), 1): raise ValueError(f"fn(theta, X) must return shape (N, 1) = ({len(X)}, 1), got {f.shape}")
+    return f[:, 0]
 
-def ekf_weights(fn:Callable,      # network fn(theta (..., P), X (..., N, d)) -> (..., N), written with autograd.numpy
+def _gain_update(m, S, J, resid, R, t):
+    """Kalman measurement update of N(m, S) by the linear observation J theta + N(0, R I) with innovation `resid`
+    (the filters' Cholesky-based conditioning, `filters._condition`)."""
+    Sy = J @ S @ J.T + R * np.eye(J.shape[0])
+    try:
+        m_new, S_new, _ = _condition(m[None], S[None], np.zeros((1, len(resid))), Sy[None], (S @ J.T)[None], resid)
+    except np.linalg.LinAlgError:
+        raise np.linalg.LinAlgError(
+            f"the innovation covariance lost positive definiteness at stream step {t}: the weight covariance has drifted "
+            "in floating point; use a larger noise_var or process_var, or a square-root (or Joseph-form) filter") from None
+    return m_new[0], S_new[0]
+
+def _one_point_objective(fn, m, S, Xb, yb, R):
+    "Negative log of likelihood times N(m, S) for the batch, phi(theta) (the MAP problem of the iterated EKF)."
+    C = linalg.cho_factor(S)
+    return lambda th: 0.5 * np.sum((yb - _out(fn, th, Xb)) ** 2) / R + 0.5 * (th - m) @ linalg.cho_solve(C, th - m)
+
+def ekf_weights(fn:Callable,      # network fn(theta (..., P), X (..., N, d)) -> (..., N, 1), written with autograd.numpy
                 mean0,            # prior mean of the weights (P,)
-                cov0,             # prior covariance (P, P), positive definite
+                cov0,             # prior covariance (P, P), symmetric positive definite
                 X,                # inputs (N, d), processed in stream order
                 y,                # targets (N,)
                 noise_var:float,  # observation noise variance R > 0
                 process_var:float=0., # process noise q >= 0 added as q I before each step (forgetting)
-                n_iter:int=1,     # linearisation passes per point: 1 is the EKF, more is the iterated EKF
-                order=None,       # None (given order), 'random', or a permutation of range(N)
+                n_iter:int=1,     # Gauss-Newton iterations per step: 1 is the EKF, more is the iterated EKF (at most n_iter)
+                order=None,       # None (given order), 'random', or an integer permutation of range(N)
                 rng=None,         # random generator or seed (SPEC 7), used when order='random'
-                init=None,        # where the first point is linearised; None: the prior mean (see section 3)
+                init=None,        # where the first step is linearised; None: the prior mean (see section 3)
+                batch_size:int=1, # points per measurement update (B rows of J, a B x B innovation covariance)
+                tol:float=1e-8,   # iterated EKF: stop when a step moves theta by less than tol * (1 + |theta|)
                ) -> GaussianBelief:
-    "Extended (or iterated) Kalman filter over static network weights, one observation at a time."
+    """Extended (or iterated) Kalman filter over static network weights. The iterated EKF is Gauss-Newton on each step's
+    MAP problem with a backtracking line search; it warns (ConvergenceWarning) when n_iter iterations did not reach tol."""
     m, S, X, y, R = _check_stream(mean0, cov0, X, y, noise_var)
     q = float(check_positive("process_var", process_var, strict=False))
-    n_iter = check_count("n_iter", n_iter, 1)
-    start = _check_init(init, m)
-    for t, i in enumerate(_order(len(y), order, rng)):
+    n_iter, B = check_count("n_iter", n_iter, 1), check_count("batch_size", batch_size, 1)
+    tol = float(check_positive("tol", tol))
+    idx, start = _order(len(y), order, rng), _check_init(init, m)
+    for t, s in enumerate(range(0, len(y), B)):
+        b = idx[s:s + B]
+        Xb, yb = X[b], y[b]
         S = S + q * np.eye(m.size)
-        xi, mi = X[i:i + 1], (start if t == 0 else m.copy())
-        for _ in range(n_iter):   # Gauss-Newton iterations on the one-point MAP problem (n_iter=1: the EKF)
-            J = _jac(fn, mi, xi)
-            r = y[i:i + 1] - np.asarray(fn(mi, xi))[:, 0] - J @ (m - mi)
-            m_new, S_new = _gain_update(m, S, J, r, R)
-            mi = m_new
+        mi = start if t == 0 else m.copy()          # the linearisation point
+        phi = _one_point_objective(fn, m, S, Xb, yb, R) if n_iter > 1 else None
+        for k in range(n_iter):
+            J = _jac(fn, mi, Xb)
+            r = yb - _out(fn, mi, Xb) - J @ (m - mi)   # innovation of the model linearised at mi
+            m_new, S_new = _gain_update(m, S, J, r, R, t)
+            if n_iter == 1: break                       # the EKF: one full Gauss-Newton step, no line search
+            d = m_new - mi                              # the full Gauss-Newton step
+            if np.linalg.norm(d) <= tol * (1 + np.linalg.norm(mi)): break   # converged: mi is stationary
+            a, f0 = 1., phi(mi)
+            while phi(mi + a * d) > f0 and a > 1e-10: a /= 2   # backtracking: never increase the MAP objective
+            if a <= 1e-10: break                        # no decrease along d (a kink of a ReLU network): stalled
+            mi = mi + a * d
+        if n_iter > 1 and (k == n_iter - 1 or a <= 1e-10) and np.linalg.norm(d) > tol * (1 + np.linalg.norm(mi)):
+            warnings.warn(f"iterated EKF: step {t} did not converge in n_iter={n_iter} Gauss-Newton iterations (last "
+                          f"full step {np.linalg.norm(d):.1e}{', line search stalled' if a <= 1e-10 else ''}); raise n_iter",
+                          ConvergenceWarning, stacklevel=2)
+        if n_iter > 1:                                  # mean at the converged point, covariance from its Jacobian
+            J = _jac(fn, mi, Xb)
+            m_new, S_new = _gain_update(m, S, J, yb - _out(fn, mi, Xb) - J @ (m - mi), R, t)
         m, S = m_new, S_new
     return GaussianBelief(m, S)
+
 
 # %% ../nbs/07b_sequential_bnn.ipynb #9c98df86
 def mlp_fn(sizes=(1, 10, 1),   # layer widths
@@ -114,29 +151,34 @@ def linear_fn(theta, # weights (..., P)
 def linear_posterior(X,                # features (N, P)
                      y,                # targets (N,)
                      mean0,            # prior mean (P,)
-                     cov0,             # prior covariance (P, P)
+                     cov0,             # prior covariance (P, P), symmetric positive definite
                      noise_var:float,  # noise variance
                     ) -> GaussianBelief:
-    "Closed-form batch posterior of Bayesian linear regression y = X theta + N(0, noise_var)."
+    "Closed-form batch posterior of Bayesian linear regression y = X theta + N(0, noise_var): one Kalman update with all rows."
     m, S, X, y, R = _check_stream(mean0, cov0, X, y, noise_var)
-    Lam = np.linalg.inv(S) + X.T @ X / R
-    C = np.linalg.inv(Lam)
-    return GaussianBelief(C @ (np.linalg.solve(S, m) + X.T @ y / R), 0.5 * (C + C.T))
+    return GaussianBelief(*_gain_update(m, S, X, y - X @ m, R, 0))   # one Kalman update with all N rows at once
+
 
 # %% ../nbs/07b_sequential_bnn.ipynb #a80634e4
 TOY_SIZES, TOY_NOISE_VAR = (1, 10, 1), 0.09   # the chapter's 1-10-1 tanh network (P = 31) and noise variance 0.3^2
 
-def linearised_predictive(fn:Callable,        # network fn(theta, X) -> (..., N, 1)
-                          belief:GaussianBelief, # Gaussian over the weights
+def linearised_predictive(fn:Callable,        # network fn(theta (..., P), X (..., N, d)) -> (..., N, 1)
+                          belief:GaussianBelief, # Gaussian over the weights: mean (P,), covariance (P, P)
                           X,                  # test inputs (N, d)
-                          noise_var:float,    # observation noise variance
+                          noise_var:float,    # observation noise variance R > 0
                          ) -> tuple:
-    "Predictive mean f(x; m) and sd sqrt(J S J^T + R) of the network linearised at the belief's mean."
-    X = check_finite("X", X)
+    "Predictive mean f(x; m) (N,) and sd sqrt(J S J^T + R) (N,) of the network linearised at the belief's mean."
+    X = check_finite("X", X).astype(float)
+    if X.ndim != 2: raise ValueError(f"X must have shape (N, d), got {X.shape}")
     R = float(check_positive("noise_var", noise_var))
-    J = _jac(fn, belief.mean, X)
-    var = np.einsum("np,pq,nq->n", J, belief.cov, J) + R
-    return np.asarray(fn(belief.mean, X))[:, 0], np.sqrt(var)
+    mean = check_finite("belief.mean", belief.mean).astype(float)
+    if mean.ndim != 1: raise ValueError(f"belief.mean must be a vector (P,), got shape {mean.shape}")
+    cov = check_finite("belief.cov", belief.cov)
+    if cov.shape != (mean.size, mean.size): raise ValueError(f"belief.cov must have shape {(mean.size, mean.size)}, got {cov.shape}")
+    J = _jac(fn, mean, X)
+    var = np.einsum("np,pq,nq->n", J, cov, J) + R
+    if var.min() <= 0: raise ValueError("belief.cov must be positive semi-definite (a predictive variance came out <= 0)")
+    return _out(fn, mean, X), np.sqrt(var)
 
 def toy_prior(rng=None, # random generator or seed (SPEC 7) for the prior mean
              ) -> tuple:
@@ -175,7 +217,7 @@ STREAM_BATCH = 5   # points per update of sequential Laplace and online VI (the 
 def _fit(method, prob, order, init, rng):
     args = (prob.fn, prob.mean0, prob.cov0, prob.X, prob.y, prob.noise_var)
     if method == "EKF": return ekf_weights(*args, order=order, init=init)
-    if method == "iterated EKF": return ekf_weights(*args, n_iter=5, order=order, init=init)
+    if method == "iterated EKF": return ekf_weights(*args, n_iter=100, order=order, init=init)
     if method == "sequential Laplace":
         return sequential_laplace(*args, batch_size=STREAM_BATCH, order=order, gtol=1e-6, init=init)
     if method == "online VI": return online_vi(*args, batch_size=STREAM_BATCH, order=order, rng=rng, init=init)
@@ -199,6 +241,8 @@ class StreamComparison(NamedTuple):
     ref_mean: np.ndarray    # (G,) NUTS predictive mean
     ref_sd: np.ndarray      # (G,) NUTS predictive sd (noise included)
     active: np.ndarray      # (method, order) hidden units active (positive input) at one training point at least
+    vi_repeats: np.ndarray  # (n_vi_repeats,) online VI's test LPD in the data order, each with fresh Monte Carlo draws
+    unconverged: np.ndarray # (method, order) ConvergenceWarnings of the fit (iterated EKF steps, L-BFGS fits at max_iter)
 
 def nuts_test_lpd(Xt,        # test inputs (N, 1)
                   yt,        # test targets (N,)
@@ -221,9 +265,10 @@ def active_units(prob:ReferenceProblem, # the problem (its training inputs and l
 def stream_comparison(n_orders:int=3,  # random data orders, after the data set's own order
                       n_test:int=1000, # test points (`reference_test_set`)
                       rng=None,        # random generator or seed (SPEC 7): first linearisation point, orders, VI draws
+                      n_vi_repeats:int=5, # online VI reruns in the data order with fresh draws (its Monte Carlo spread)
                      ) -> StreamComparison:
     "The methods on the 20 points of the NUTS reference, in the data order and `n_orders` random orders, scored against NUTS."
-    n_orders = check_count("n_orders", n_orders, 1)
+    n_orders, n_rep = check_count("n_orders", n_orders, 1), check_count("n_vi_repeats", n_vi_repeats, 1)
     rng, prob, ref = as_rng(rng), reference_problem(), nuts_reference()
     init = prior_draw(prob, rng)
     n = len(prob.y)
@@ -232,16 +277,24 @@ def stream_comparison(n_orders:int=3,  # random data orders, after the data set'
     grid = np.linspace(-1.5, 1.5, 121)
     shape = (len(STREAM_METHODS), len(orders))
     tlpd, means, sds = np.zeros(shape), np.zeros(shape + grid.shape), np.zeros(shape + grid.shape)
-    active = np.zeros(shape, int)
+    active, unconv = np.zeros(shape, int), np.zeros(shape, int)
     for j, meth in enumerate(STREAM_METHODS):
         for k, order in enumerate(orders):
-            if meth != "offline Laplace" or k == 0: b = _fit(meth, prob, order, init, rng)   # offline sees no order
+            if meth != "offline Laplace" or k == 0:        # the offline fit sees no order
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ConvergenceWarning)
+                    b = _fit(meth, prob, order, init, rng)
+                n_warn = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+            unconv[j, k] = n_warn
             mu, sd = linearised_predictive(prob.fn, b, Xt, prob.noise_var)
             tlpd[j, k], active[j, k] = -gaussian_nll(yt, mu, sd), active_units(prob, b.mean)
             means[j, k], sds[j, k] = linearised_predictive(prob.fn, b, grid[:, None], prob.noise_var)
+    vi = [_fit("online VI", prob, orders[0], init, rng) for _ in range(n_rep)]
+    vi_rep = np.array([-gaussian_nll(yt, *linearised_predictive(prob.fn, b, Xt, prob.noise_var)) for b in vi])
     ref_tlpd, ref_se = nuts_test_lpd(Xt, yt, ref)
     pg = ref.predict(grid[:, None], ref.draws.shape[0] * ref.draws.shape[1])
-    return StreamComparison(STREAM_METHODS, orders, init, tlpd, ref_tlpd, ref_se, grid, means, sds, pg.mean, pg.std, active)
+    return StreamComparison(STREAM_METHODS, orders, init, tlpd, ref_tlpd, ref_se, grid, means, sds, pg.mean, pg.std, active, vi_rep,
+                            unconv)
 
 def comparison_table(cmp:StreamComparison, # output of `stream_comparison`
                      inside:float=1.,      # predictives are compared on |x| <= inside (the data lie in [-1, 1])
@@ -254,29 +307,32 @@ def comparison_table(cmp:StreamComparison, # output of `stream_comparison`
                      "LPD max": cmp.tlpd[j].max(),
                      "|mean - NUTS|": np.abs(cmp.means[j][:, w] - cmp.ref_mean[w]).mean(),
                      "sd / NUTS sd": (cmp.sds[j][:, w] / cmp.ref_sd[w]).mean(),
-                     "active units": cmp.active[j].tolist()}
+                     "active units": cmp.active[j].tolist(), "unconverged": cmp.unconverged[j].tolist()}
     return out
 
 
 # %% ../nbs/07b_sequential_bnn.ipynb #6cad8a83
-def sequential_laplace(fn:Callable,     # network fn(theta (..., P), X (..., N, d)) -> (..., N), written with autograd.numpy
+def sequential_laplace(fn:Callable,     # network fn(theta (..., P), X (..., N, d)) -> (..., N, 1), written with autograd.numpy
                        mean0,           # prior mean (P,)
-                       cov0,            # prior covariance (P, P), positive definite
+                       cov0,            # prior covariance (P, P), symmetric positive definite
                        X,               # inputs (N, d)
                        y,               # targets (N,)
                        noise_var:float, # observation noise variance R > 0
                        batch_size:int=1, # points per update; batch_size=N gives the offline (batch) Laplace fit
-                       order=None,      # None, 'random', or a permutation of range(N)
+                       order=None,      # None, 'random', or an integer permutation of range(N)
                        rng=None,        # random generator or seed (SPEC 7), used when order='random'
-                       gtol:float=1e-8, # gradient tolerance of each L-BFGS fit
+                       gtol:float=1e-8, # each L-BFGS fit stops when every gradient entry is below gtol (or f stops decreasing)
                        init=None,       # where L-BFGS starts on the first batch; None: the prior mean (see section 3)
+                       max_iter:int=1000, # L-BFGS iterations per batch at most
                       ) -> GaussianBelief:
-    "Sequential Laplace: per batch, the MAP under the previous Gaussian, then its generalised Gauss-Newton precision."
+    """Sequential Laplace: per batch, the MAP under the previous Gaussian (L-BFGS, then one Gauss-Newton step), and the
+    generalised Gauss-Newton precision at that mean. Warns (ConvergenceWarning) when a fit reaches max_iter."""
     m, S, X, y, R = _check_stream(mean0, cov0, X, y, noise_var)
-    B = check_count("batch_size", batch_size, 1)
+    B, max_iter = check_count("batch_size", batch_size, 1), check_count("max_iter", max_iter, 1)
+    gtol = float(check_positive("gtol", gtol))
     idx = _order(len(y), order, rng)
     x0 = _check_init(init, m)
-    for start in range(0, len(y), B):
+    for t, start in enumerate(range(0, len(y), B)):
         b = idx[start:start + B]
         Xb, yb = X[b], y[b]
         Lam = np.linalg.inv(S); Lam = 0.5 * (Lam + Lam.T)
@@ -284,18 +340,23 @@ def sequential_laplace(fn:Callable,     # network fn(theta (..., P), X (..., N, 
             r = yb - fn(th, Xb)[:, 0]
             d = th - m
             return 0.5 * anp.sum(r ** 2) / R + 0.5 * anp.dot(d, anp.dot(Lam, d))
-        res = optimize.minimize(_ad_value_and_grad(neg_log_post), x0 if start == 0 else m, jac=True,
-                                method="L-BFGS-B", options=dict(gtol=gtol, maxiter=300))
+        _out(fn, m, Xb)                                     # the (N, 1) output convention, checked once
+        res = optimize.minimize(_ad_value_and_grad(neg_log_post), x0 if t == 0 else m, jac=True, method="L-BFGS-B",
+                                options=dict(gtol=gtol, ftol=1e-15, maxiter=max_iter))
+        if res.status == 1:   # the iteration limit; a stop on the f-reduction rule is accepted (see the text: ReLU kinks)
+            warnings.warn(f"sequential_laplace: the fit of batch {t} reached max_iter={max_iter} with gradient "
+                          f"{np.abs(res.jac).max():.1e}; raise max_iter", ConvergenceWarning, stacklevel=2)
         J = _jac(fn, res.x, Xb)
-        P_new = Lam + J.T @ J / R
-        m = res.x - np.linalg.solve(P_new, _ad_grad(neg_log_post)(res.x))   # one Gauss-Newton polish step
-        S = np.linalg.inv(P_new); S = 0.5 * (S + S.T)
+        m = res.x - np.linalg.solve(Lam + J.T @ J / R, res.jac)   # one Gauss-Newton polish step (exact if f is linear)
+        J = _jac(fn, m, Xb)                                         # the GGN precision at the returned mean
+        S = np.linalg.inv(Lam + J.T @ J / R); S = 0.5 * (S + S.T)
     return GaussianBelief(m, S)
+
 
 # %% ../nbs/07b_sequential_bnn.ipynb #d930d143
 def online_vi(fn:Callable,     # network fn(theta (..., P), X (..., N, d)) -> (..., N, 1), written with autograd.numpy
               mean0,           # prior mean (P,)
-              cov0,            # prior covariance (P, P), positive definite
+              cov0,            # prior covariance (P, P), symmetric positive definite
               X,               # inputs (N, d)
               y,               # targets (N,)
               noise_var:float, # observation noise variance R > 0
@@ -303,7 +364,7 @@ def online_vi(fn:Callable,     # network fn(theta (..., P), X (..., N, d)) -> (.
               n_iter:int=20,   # natural-gradient steps per batch
               n_mc:int=8,      # reparameterised draws per step (even: antithetic pairs theta = m +- L eps)
               step:float=0.5,  # natural-gradient step size rho in (0, 1]
-              order=None,      # None, 'random', or a permutation of range(N)
+              order=None,      # None, 'random', or an integer permutation of range(N)
               rng=None,        # random generator or seed (SPEC 7): Monte Carlo draws and order='random'
               init=None,       # where the mean iterate starts on the first batch; None: the prior mean (see section 3)
              ) -> GaussianBelief:
@@ -329,7 +390,7 @@ def online_vi(fn:Callable,     # network fn(theta (..., P), X (..., N, d)) -> (.
             g, H = np.zeros(P), np.zeros((P, P))
             for th in thetas:                                     # Monte Carlo E_q of gradient and GGN of log p(D_t|theta)
                 J = _jac(fn, th, Xb)
-                g += J.T @ (yb - np.asarray(fn(th, Xb))[:, 0]) / R / n_mc
+                g += J.T @ (yb - _out(fn, th, Xb)) / R / n_mc
                 H += J.T @ J / R / n_mc
             Lam = (1 - rho) * Lam + rho * (Lam0 + H)
             Lam = 0.5 * (Lam + Lam.T)
@@ -376,12 +437,17 @@ def fig_stream_comparison(cmp:StreamComparison=None, # output of `stream_compari
     X, y, _ = _toy_reference_problem()
     a.plot(X[:, 0], y, "k.", ms=4)
     a.set_xlabel("x"); a.set_ylabel("y"); a.set_ylim(-5, 5); a.legend(fontsize=7, loc="lower left")
+    lo = max(cmp.tlpd.min(), cmp.ref_tlpd - 8.) - 0.3     # a score far below (a poor mode) is marked, not plotted
     for j, name in enumerate(cmp.methods):
         col = COLORS[j] if j in seq else "0.4"
-        b.plot(np.full(cmp.tlpd.shape[1] - 1, j), cmp.tlpd[j, 1:], "o", color=col, mfc="none")   # random orders
-        b.plot(j, cmp.tlpd[j, 0], "o", color=col)                                               # data order
+        t = np.maximum(cmp.tlpd[j], lo)
+        b.plot(np.full(cmp.tlpd.shape[1] - 1, j), t[1:], "o", color=col, mfc="none")   # random orders
+        b.plot(j, t[0], "o", color=col)                                               # data order
+        if cmp.tlpd[j].min() < lo:
+            b.annotate(f"{cmp.tlpd[j].min():.1f}", (j, lo), xytext=(0, 10), textcoords="offset points", ha="center",
+                       fontsize=8, arrowprops=dict(arrowstyle="->", color=col))
     b.axhline(cmp.ref_tlpd, color="k", ls="--", lw=1, label="NUTS reference")
     b.set_xticks(range(len(cmp.methods))); b.set_xticklabels(cmp.methods, rotation=25, ha="right", fontsize=8)
-    b.set_ylabel("test log predictive density per point"); b.legend(fontsize=7, loc="lower right")
+    b.set_ylabel("test log predictive density per point"); b.legend(fontsize=7, loc="lower left")
     return fig
 
