@@ -484,3 +484,62 @@ def test_compare_separable_vb_is_converged(separable):
     # ELBO estimate (4000 draws) vs the optimum: 4 standard errors, plus 0.002 for the (second-order) gap
     assert abs(vb_elbo - elbo_opt) < 4.9 * res["VB_elbo_se"] + 0.002   # CLT: 4.9 se, false alarm 1e-6
     assert elbo_opt < lz                                                      # the optimum is still a lower bound
+
+
+# --- stochastic EP ---------------------------------------------------------------------------------------------------
+# Exact references: identical observations (EP's sites are equal at its fixed point, so the shared site is exact),
+# one observation (every method is the projection of prior x likelihood, i.e. ADF), and AEP's fixed-point equation
+# recomputed here from the public `tilted_moments`.
+from bayesnotes.ep import EPConvergenceWarning, stochastic_ep
+
+
+@pytest.mark.parametrize("link", ["probit", "logistic"])
+@pytest.mark.parametrize("schedule", ["stochastic", "averaged"])
+def test_stochastic_ep_exact_on_identical_observations(seed, link, schedule):
+    rng = np.random.default_rng(seed(60))
+    X, y = np.repeat(rng.standard_normal((1, 3)), 15, axis=0), np.full(15, float(rng.integers(0, 2)))
+    fit = ep_probit if link == "probit" else ep_logistic
+    ref = fit(X, y, 2.0, n_iter=500, tol=1e-13)
+    s = stochastic_ep(X, y, 2.0, link, n_epochs=150, schedule=schedule, rng=seed(61))
+    assert np.allclose(s.mean, ref.mean, atol=1e-9) and np.allclose(s.cov, ref.cov, atol=1e-9)
+
+
+def test_stochastic_ep_one_observation_is_adf(seed):
+    rng = np.random.default_rng(seed(62))
+    X, y = rng.standard_normal((1, 4)), np.array([1.])
+    a = adf_probit(X, y, 1.5)
+    for schedule in ("stochastic", "averaged"):
+        s = stochastic_ep(X, y, 1.5, n_epochs=4, schedule=schedule, damping=1.0, rng=seed(63))   # one site: no oscillation
+        assert np.allclose(s.mean, a.mean, atol=1e-12) and np.allclose(s.cov, a.cov, atol=1e-12)
+
+
+def test_averaged_ep_solves_its_fixed_point_equation(seed):
+    "At AEP's fixed point the shared site equals the average of the local sites computed from the cavity q / f~."
+    rng = np.random.default_rng(seed(64))
+    X = np.column_stack([np.ones(60), rng.standard_normal((60, 2))])
+    y = (X @ np.array([0.3, 1.0, -1.5]) + rng.standard_normal(60) > 0).astype(float)
+    s = stochastic_ep(X, y, 1.0, schedule="averaged", n_epochs=500, tol=1e-13)
+    n = len(y)
+    Pc = np.eye(3) + (n - 1) * s.site_precision
+    Sc = np.linalg.inv(Pc)
+    v, mu = np.einsum("ij,jk,ik->i", X, Sc, X), X @ Sc @ ((n - 1) * s.site_shift)
+    _, mh, vh = tilted_moments(2 * y - 1, mu, v)
+    tau, nu = 1 / vh - 1 / v, mh / vh - mu / v
+    assert np.allclose((X.T * tau) @ X / n, s.site_precision, rtol=1e-9, atol=1e-11)
+    assert np.allclose(X.T @ nu / n, s.site_shift, rtol=1e-9, atol=1e-11)
+    P = np.eye(3) + n * s.site_precision                        # and q = p0 f~^n
+    assert np.allclose(s.cov @ P, np.eye(3), atol=1e-10) and np.allclose(P @ s.mean, n * s.site_shift, atol=1e-10)
+
+
+def test_stochastic_ep_seeded_and_checked():
+    X, y = probit_toy_data()
+    a, b = stochastic_ep(X, y, n_epochs=3, rng=5), stochastic_ep(X, y, n_epochs=3, rng=5)
+    assert np.array_equal(a.mean, b.mean) and a.max_change.shape == (3,)
+    assert not np.array_equal(a.mean, stochastic_ep(X, y, n_epochs=3, rng=6).mean)
+    with pytest.raises(ValueError, match="link"): stochastic_ep(X, y, link="cauchit")
+    with pytest.raises(ValueError, match="schedule"): stochastic_ep(X, y, schedule="parallel")
+    with pytest.raises(ValueError, match="n_epochs"): stochastic_ep(X, y, n_epochs=0)
+    with pytest.raises(ValueError, match="tol"): stochastic_ep(X, y, tol=-1.)
+    with pytest.raises(ValueError, match="damping"): stochastic_ep(X, y, damping=0.)
+    with pytest.raises(ValueError, match="y"): stochastic_ep(X, y[:-1])
+    with pytest.warns(EPConvergenceWarning, match="n_epochs"): stochastic_ep(X, y, schedule="averaged", n_epochs=2)
