@@ -32,13 +32,14 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'VADAM
            'Predictive', 'rmse', 'gaussian_nll', 'predictive_log_likelihood', 'calibration', 'calibration_error',
            'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss', 'kl_weights', 'BBBFit',
            'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit', 'mc_dropout', 'EnsembleFit',
-           'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'KFACLaplaceFit',
-           'laplace_kfac', 'LaplaceVariants', 'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd',
-           'trace_late_gain', 'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios',
-           'fig_vadam_variance', 'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison',
-           'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
-           'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
-           'StoredRun', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'changed_sources',
+           'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'BvMStudy',
+           'bvm_poisson_study', 'fig_bernstein_von_mises', 'KFACLaplaceFit', 'laplace_kfac', 'LaplaceVariants',
+           'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd', 'trace_late_gain',
+           'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios', 'fig_vadam_variance',
+           'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison', 'toy_comparison',
+           'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target',
+           'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun',
+           'toy_reference_problem', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'changed_sources',
            'tempered_regression_model', 'psgld_regression', 'TemperatureCurve', 'cold_posterior_curve',
            'fig_cold_posterior', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
            'cinelli_methods', 'save_benchmark', 'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
@@ -740,6 +741,82 @@ def laplace_last_layer(X,                # as in `laplace_ggn`
     "Last-layer Laplace approximation: exact Gaussian posterior of the output layer given the MAP features."
     return laplace_ggn(X, y, fit=fit, rng=rng, subset="last_layer", **map_kwargs)
 
+# %% ../nbs/07_bnn.ipynb #12f6bba8
+from scipy import integrate
+class BvMStudy(NamedTuple):
+    "Total-variation distance between the exact Gamma-Poisson posterior and three normal approximations, over n."
+    ns: np.ndarray          # (N,) sample sizes
+    tv: dict                # {(parameterisation, method): (N,) mean TV over the replicate data sets}
+    skew: dict              # {parameterisation: (N,) mean skewness of the exact posterior}
+    examples: dict          # {n: (grid, exact density, BvM density)} for the rate, first replicate, plotted
+
+_HE3_ABS = float(np.sqrt(2 / np.pi) * (1 + 4 * np.exp(-1.5)))   # E|Z^3 - 3Z| for Z ~ N(0, 1) (closed form, see text)
+
+def _tv_to_normal(logpdf, mean, sd, centre, scale):
+    "TV distance between a 1-d density (log density on a grid) and N(mean, sd^2), by the trapezoid rule on +-14 scales."
+    u = np.linspace(centre - 14 * scale, centre + 14 * scale, 40001)
+    p, q = np.exp(logpdf(u)), stats.norm.pdf(u, mean, sd)
+    return 0.5 * float(integrate.trapezoid(np.abs(p - q), u)), u, p, q
+
+def bvm_poisson_study(ns=(5, 20, 80, 320, 1280, 5120), # sample sizes n
+                      lam0:float=3.0,  # true Poisson rate
+                      a:float=2.0,     # Gamma prior shape
+                      b:float=1.0,     # Gamma prior rate
+                      n_rep:int=20,    # replicate data sets per n
+                      rng=None,        # random generator or seed (SPEC 7)
+                     ) -> BvMStudy:
+    """Poisson counts y_1..y_n with a Gamma(a, b) prior on the rate: the exact posterior is Gamma(a + S, b + n). For
+    the rate and for its log, the TV distance of the exact posterior to the BvM normal (at the MLE, variance from the
+    Fisher information), to the Laplace normal (at the posterior mode, curvature there) and to the normal with the exact
+    posterior mean and variance."""
+    ns = np.array([check_count("ns", n) for n in ns])
+    lam0, a, b = (float(check_positive(k, v)) for k, v in (("lam0", lam0), ("a", a), ("b", b)))
+    n_rep, rng = check_count("n_rep", n_rep), as_rng(rng)
+    tv = {(p, m): np.zeros(len(ns)) for p in ("rate", "log rate") for m in ("BvM", "Laplace", "moments")}
+    skew, examples = {"rate": np.zeros(len(ns)), "log rate": np.zeros(len(ns))}, {}
+    for i, n in enumerate(ns):
+        for r in range(n_rep):
+            S = float(rng.poisson(lam0, int(n)).sum())
+            al, be = a + S, b + n                                # posterior Gamma(al, be) of the rate
+            mle = max(S, 0.5) / n                                # S = 0 (all counts zero): no MLE, use half a count
+            # rate: Gamma density; log rate eta: density prop. to exp(al eta - be e^eta)
+            lp_rate = lambda u: np.where(u > 0, stats.gamma.logpdf(np.maximum(u, 1e-300), al, scale=1 / be), -np.inf)
+            lp_log = lambda e: al * e - be * np.exp(e) + al * np.log(be) - special.gammaln(al)
+            m_r, v_r = al / be, al / be ** 2
+            m_l, v_l = special.digamma(al) - np.log(be), special.polygamma(1, al)
+            normals = {"rate": {"BvM": (mle, np.sqrt(mle / n)), "Laplace": ((al - 1) / be, np.sqrt(max(al - 1, 1e-12)) / be),
+                                "moments": (m_r, np.sqrt(v_r))},
+                       "log rate": {"BvM": (np.log(mle), 1 / np.sqrt(n * mle)), "Laplace": (np.log(al / be), 1 / np.sqrt(al)),
+                                    "moments": (m_l, np.sqrt(v_l))}}
+            for p, lp, c, s in (("rate", lp_rate, m_r, np.sqrt(v_r)), ("log rate", lp_log, m_l, np.sqrt(v_l))):
+                for m, (mu, sd) in normals[p].items():
+                    d, u, dens, q = _tv_to_normal(lp, mu, sd, c, s)
+                    tv[(p, m)][i] += d / n_rep
+                    if p == "rate" and m == "BvM" and r == 0: examples[int(n)] = (u, dens, q)
+            skew["rate"][i] += 2 / np.sqrt(al) / n_rep
+            skew["log rate"][i] += special.polygamma(2, al) / special.polygamma(1, al) ** 1.5 / n_rep
+    return BvMStudy(ns, tv, skew, examples)
+
+def fig_bernstein_von_mises(study:BvMStudy=None, # a finished `bvm_poisson_study` (None: run it with rng)
+                            rng=0,               # random generator or seed (SPEC 7), used when study is None
+                           ):
+    "Left: exact posterior of a Poisson rate against its BvM normal as n grows. Right: TV distances against n, log-log."
+    s = bvm_poisson_study(rng=rng) if study is None else study
+    fig, (a, b) = new_figure(1, 2, width=10, height=3.4)
+    for k, n in enumerate(sorted(s.examples)[::2]):
+        u, p, q = s.examples[n]
+        m = integrate.trapezoid(u * p, u); sd = np.sqrt(integrate.trapezoid((u - m) ** 2 * p, u))
+        z = (u - m) / sd; keep = np.abs(z) < 4
+        a.plot(z[keep], p[keep] * sd, color=COLORS[k], label=f"exact, n = {n}")
+        a.plot(z[keep], q[keep] * sd, color=COLORS[k], ls="--", lw=1)
+    a.set_xlabel("(rate - posterior mean) / posterior sd"); a.set_ylabel("density (standardised)")
+    a.set_title("exact posterior (solid), BvM normal (dashed)"); a.legend()
+    for j, (p, m) in enumerate([("rate", "BvM"), ("rate", "Laplace"), ("rate", "moments"), ("log rate", "Laplace"), ("log rate", "moments")]):
+        b.loglog(s.ns, s.tv[(p, m)], "o-" if p == "rate" else "s--", ms=3, color=COLORS[j], label=f"{m}, {p}")
+    b.loglog(s.ns, np.abs(s.skew["rate"]) * _HE3_ABS / 12, ":", color="k", lw=1, label=r"$|\gamma| E|He_3| / 12$, rate")
+    b.set_xlabel("n"); b.set_ylabel("total-variation distance"); b.legend(loc="lower left")
+    return fig
+
 # %% ../nbs/07_bnn.ipynb #1344d323
 def _layer_inputs(params, X, sizes, activation):
     "Input of every layer with a trailing 1 (homogeneous coordinates, so the bias is the last row): list of (N, n_in + 1)."
@@ -1403,7 +1480,8 @@ class StoredRun(NamedTuple):
     inv_mass: np.ndarray     # (chain, P) adapted diagonal inverse mass of the whitened weights
     provenance: dict         # settings, seed, library versions, diagnostics and run time of the generating run
 
-def _toy_reference_problem():
+def toy_reference_problem() -> tuple:
+    "The problem of the stored NUTS reference: (X (20, 1), y (20,), model settings of `toy_model((10,))`), data seed 0."
     X, y = toy_regression_data(20, 0)
     return X, y, toy_model((10,))
 
@@ -1411,7 +1489,7 @@ def nuts_reference(recompute:bool=False, # rerun NUTS with `BNN_REFERENCE_RUN` (
                    progress:bool=False,  # progress bar when recomputing
                   ) -> SamplesFit:
     "The NUTS reference posterior of the 10-unit toy network on 20 points: the stored draws, or a fresh run (thinned alike)."
-    X, y, model = _toy_reference_problem()
+    X, y, model = toy_reference_problem()
     if recompute:
         fit = nuts_regression(X, y, rng=BNN_REFERENCE_SEED, progress=progress, **model, **BNN_REFERENCE_RUN)
         res = fit.result
@@ -1536,7 +1614,7 @@ def cold_posterior_curve(temperatures=(0.1, 0.3, 1.0, 3.0), # temperatures T
     test log predictive density on fresh points from the data range, next to the stored NUTS reference at T = 1."""
     temps = np.array([check_positive("temperatures", t) for t in np.atleast_1d(temperatures)], float)
     n_runs = check_count("n_runs", n_runs)
-    X, y, model = _toy_reference_problem()
+    X, y, model = toy_reference_problem()
     Xt, yt = toy_regression_data(check_count("n_test", n_test), rng=spawn_rng(rng, 1))
     ll = np.array([[predictive_log_likelihood(yt, psgld_regression(
         X, y, rng=spawn_rng(rng, 2 + r + n_runs * k), temperature=T, **model).predict(Xt, 800, rng=0))

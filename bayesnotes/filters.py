@@ -21,10 +21,10 @@ from .smc import (FeynmanKac, GaussianSSM, KalmanResult, LinearGaussianSSM, Nonl
 from .smc import gauss_factor, gauss_logpdf, psd_factor, LOG_2PI   # the SMC chapter's Gaussian pieces
 
 # %% auto #0
-__all__ = ['ekf', 'SigmaPoints', 'sigma_points', 'unscented_transform', 'ukf', 'pendulum_ssm', 'OutlierSSM', 'pendulum_filters',
-           'fig_pendulum', 'GaussianProposalFK', 'guided_comparison', 'fig_guided_pendulum', 'SwitchingLGSSM',
-           'SwitchingResult', 'switching_exact', 'switching_example', 'RBPFModel', 'rbpf', 'rbpf_comparison',
-           'fig_rbpf']
+__all__ = ['condition_gaussian', 'ekf', 'SigmaPoints', 'sigma_points', 'unscented_transform', 'ukf', 'pendulum_ssm', 'OutlierSSM',
+           'pendulum_filters', 'fig_pendulum', 'GaussianProposalFK', 'guided_comparison', 'fig_guided_pendulum',
+           'SwitchingLGSSM', 'SwitchingResult', 'switching_exact', 'switching_example', 'RBPFModel', 'rbpf',
+           'rbpf_comparison', 'fig_rbpf']
 
 # %% ../nbs/05b_gaussian_filters.ipynb #79a060ab
 def _noise_covs(ssm):
@@ -37,9 +37,14 @@ def _noise_covs(ssm):
                          "a Gaussian filter needs one law of x_0")
     return tuple(L @ L.T for L in (ssm._LQ, ssm._LR, ssm._LP0))
 
-def _condition(m, P, yhat, S, Cxy, yt):
-    """Condition x ~ N(m, P) on y = yt, for a stack of n jointly Gaussian (x, y) with E y = yhat, Cov y = S and
-    Cov(x, y) = Cxy (shapes (n, dx), (n, dx, dx), (n, dy), (n, dy, dy), (n, dx, dy)): posterior means (n, dx),
+def condition_gaussian(m,    # prior means of x, (n, dx)
+                       P,    # prior covariances of x, (n, dx, dx)
+                       yhat, # means of y, (n, dy)
+                       S,    # covariances of y, (n, dy, dy), positive definite
+                       Cxy,  # cross-covariances Cov(x, y), (n, dx, dy)
+                       yt,   # the observed y, (dy,) or (n, dy)
+                      ) -> tuple:
+    """Condition x ~ N(m, P) on y = yt, for a stack of n jointly Gaussian (x, y): posterior means (n, dx),
     covariances (n, dx, dx) and log N(yt | yhat, S) (n,), through the Cholesky factors of S, never its inverse."""
     L = np.linalg.cholesky(S)
     z = np.linalg.solve(L, (yt - yhat)[..., None])[..., 0]     # L^{-1} (y - yhat): the whitened innovation
@@ -59,7 +64,7 @@ def _gaussian_filter(ssm, y, predict, observe):
         if t > 0:
             m, P = predict(m, P)
         yhat, S, Cxy = observe(m, P)
-        m, P, l = _condition(m[None], P[None], yhat[None], S[None], Cxy[None], y[t])
+        m, P, l = condition_gaussian(m[None], P[None], yhat[None], S[None], Cxy[None], y[t])
         m, P, ll[t] = m[0], P[0], l[0]
         means[t], covs[t] = m, P
     return KalmanResult(float(ll.sum()), ll, means, covs)
@@ -347,7 +352,7 @@ class GaussianProposalFK(FeynmanKac):
             P = np.linalg.inv(A)
         else:
             yhat, S, C = self._joint(mu, L)
-            m, P, _ = _condition(mu, np.broadcast_to(L @ L.T, (N,) + L.shape), yhat, S, C, self.y[t])
+            m, P, _ = condition_gaussian(mu, np.broadcast_to(L @ L.T, (N,) + L.shape), yhat, S, C, self.y[t])
         try:
             return m, np.linalg.cholesky(P)
         except np.linalg.LinAlgError:
@@ -489,7 +494,7 @@ class SwitchingLGSSM(StateSpaceModel):
             m, P = (As @ m[..., None])[..., 0], As @ P @ np.swapaxes(As, 1, 2) + self.Q[s]
         Cs = self.C[s]
         CP = Cs @ P
-        return _condition(m, P, (Cs @ m[..., None])[..., 0], CP @ np.swapaxes(Cs, 1, 2) + self.R[s],
+        return condition_gaussian(m, P, (Cs @ m[..., None])[..., 0], CP @ np.swapaxes(Cs, 1, 2) + self.R[s],
                           np.swapaxes(CP, 1, 2), yt)
 
 class SwitchingResult(NamedTuple):

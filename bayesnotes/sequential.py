@@ -14,10 +14,10 @@ from scipy import optimize, linalg
 
 from .utils import as_rng, check_finite, check_positive, check_count, check_spd
 from .core import ConvergenceWarning
-from .filters import _condition
+from .filters import condition_gaussian
 from .bnn import (mlp_apply, mlp_prior_std, toy_regression_data, jacobian_rows, gaussian_nll,
-                            predictive_log_likelihood, nuts_reference, _toy_reference_problem,
-                            _predictive as _bnn_predictive, mlp_unpack)
+                            predictive_log_likelihood, nuts_reference, toy_reference_problem,
+                            Predictive, mlp_unpack)
 from .plotting import new_figure, COLORS
 
 # %% auto #0
@@ -71,10 +71,10 @@ def _out(fn, theta, X):
 
 def _gain_update(m, S, J, resid, R, t):
     """Kalman measurement update of N(m, S) by the linear observation J theta + N(0, R I) with innovation `resid`
-    (the filters' Cholesky-based conditioning, `filters._condition`)."""
+    (the filters' Cholesky-based conditioning, `filters.condition_gaussian`)."""
     Sy = J @ S @ J.T + R * np.eye(J.shape[0])
     try:
-        m_new, S_new, _ = _condition(m[None], S[None], np.zeros((1, len(resid))), Sy[None], (S @ J.T)[None], resid)
+        m_new, S_new, _ = condition_gaussian(m[None], S[None], np.zeros((1, len(resid))), Sy[None], (S @ J.T)[None], resid)
     except np.linalg.LinAlgError:
         raise np.linalg.LinAlgError(
             f"the innovation covariance lost positive definiteness at stream step {t}: the weight covariance has drifted "
@@ -199,7 +199,7 @@ class ReferenceProblem(NamedTuple):
 
 def reference_problem() -> ReferenceProblem:
     "The 20 points, 1-10-1 ReLU network, prior and noise of the stored NUTS reference (`bnn.toy_model((10,))`, data seed 0)."
-    X, y, model = _toy_reference_problem()
+    X, y, model = toy_reference_problem()
     sizes = (X.shape[1],) + tuple(model["hidden"]) + (1,)
     std = mlp_prior_std(sizes, model["weight_scale"], model["bias_scale"])
     return ReferenceProblem(X, y, sizes, model["activation"], mlp_fn(sizes, model["activation"]),
@@ -251,7 +251,9 @@ def nuts_test_lpd(Xt,        # test inputs (N, 1)
     "Test LPD per point of the NUTS reference (mixture of all its stored draws) and its Monte Carlo se (from 4 groups of 4 chains)."
     ref = nuts_reference() if ref is None else ref
     f = ref.function_draws(Xt)                                # (chain, draw, N): every stored draw
-    lpd = lambda fd: predictive_log_likelihood(yt, _bnn_predictive(fd.reshape(-1, len(yt)), ref.noise_std))
+    def lpd(fd):                                              # the mixture of the draws fd (..., N) with the fit's noise
+        fd = fd.reshape(-1, len(yt))
+        return predictive_log_likelihood(yt, Predictive(fd.mean(0), None, fd, np.full(len(fd), float(ref.noise_std))))
     part = [lpd(f[g::4]) for g in range(4)]                   # chains g, g+4, ...: independent groups
     return lpd(f), float(np.std(part, ddof=1) / 2)            # se of the 4-group mean: about that of the all-draw value
 
@@ -434,7 +436,7 @@ def fig_stream_comparison(cmp:StreamComparison=None, # output of `stream_compari
         a.plot(cmp.grid, cmp.means[j, order], color=COLORS[j], label=cmp.methods[j])
         a.plot(cmp.grid, cmp.means[j, order] + 2 * cmp.sds[j, order], color=COLORS[j], ls=":", lw=1)
         a.plot(cmp.grid, cmp.means[j, order] - 2 * cmp.sds[j, order], color=COLORS[j], ls=":", lw=1)
-    X, y, _ = _toy_reference_problem()
+    X, y, _ = toy_reference_problem()
     a.plot(X[:, 0], y, "k.", ms=4)
     a.set_xlabel("x"); a.set_ylabel("y"); a.set_ylim(-5, 5); a.legend(fontsize=7, loc="lower left")
     lo = max(cmp.tlpd.min(), cmp.ref_tlpd - 8.) - 0.3     # a score far below (a poor mode) is marked, not plotted

@@ -658,3 +658,22 @@ def test_bad_input_raises(seed):
     assert sf.predict(X, 10).f_draws.shape == (10, len(X)) and sf.predict(X, 3).f_draws.shape == (3, len(X))
     with pytest.raises(ValueError, match="n_draws must be at most the 10 stored draws"): sf.predict(X, 11)
 
+
+
+# --- Bernstein-von Mises (Gamma-Poisson, exact posterior) --------------------------------------------------------------
+def test_bvm_study_against_closed_forms(seed):
+    "The TV of a normal to itself is 0; the Edgeworth constant E|Z^3 - 3Z| by quadrature; Laplace normals from the Gamma."
+    from scipy import integrate, stats as st
+    from bayesnotes.bnn import _HE3_ABS, _tv_to_normal, bvm_poisson_study
+    z = np.linspace(-14, 14, 400001)
+    assert np.isclose(integrate.trapezoid(np.abs(z ** 3 - 3 * z) * st.norm.pdf(z), z), _HE3_ABS, rtol=1e-9)
+    assert _tv_to_normal(lambda u: st.norm.logpdf(u, 1., 2.), 1., 2., 1., 2.)[0] < 1e-12
+    # TV between N(0, 1) and N(d, 1) is 2 Phi(d/2) - 1
+    assert np.isclose(_tv_to_normal(lambda u: st.norm.logpdf(u), 0.3, 1., 0., 1.)[0], 2 * st.norm.cdf(0.15) - 1, rtol=1e-7)
+    s = bvm_poisson_study(ns=(50, 5000), n_rep=3, rng=seed(70))
+    for par in ("rate", "log rate"):
+        pred = np.abs(s.skew[par]) * _HE3_ABS / 12
+        assert np.allclose(s.tv[(par, "moments")], pred, rtol=0.05)           # first order, error O(gamma)
+        assert np.all(s.tv[(par, "moments")][1] < s.tv[(par, "moments")][0] / 5)   # n x 100: TV / 10
+    with pytest.raises(ValueError, match="lam0"): bvm_poisson_study(lam0=0.)
+    with pytest.raises(ValueError, match="ns"): bvm_poisson_study(ns=(0, 10))

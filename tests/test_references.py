@@ -77,7 +77,7 @@ def test_short_fresh_run_agrees_with_the_stored_reference(reference, seed):
     adapted NUTS kernel (its step sizes and diagonal metrics, no adaptation): 25 discarded + 60 kept iterations, about
     20 s. The starts are approximate posterior draws, and 25 iterations of ~500 leapfrog steps each forget them.
     Each difference of the posterior mean and sd of f(x) must be within 5.52 combined MCSEs (false alarm 1e-6)."""
-    X, y, model = bnn._toy_reference_problem()
+    X, y, model = bnn.toy_reference_problem()
     run = reference.result
     fresh = bnn.nuts_regression(X, y, rng=seed(1), n_chains=8, n_warmup=25, n_draws=60, max_depth=10, sampler=dict(adapt=False,
                                 step_size=run.step_size[:8], inv_mass=run.inv_mass[:8]), **model)
@@ -92,7 +92,7 @@ def test_short_fresh_run_agrees_with_the_stored_reference(reference, seed):
 def test_fresh_run_with_warmup_agrees_with_the_stored_reference(reference, seed):
     """A fully independent run: fresh anchored-ensemble starts, its own Stan-style warm-up (8 chains x 300 + 300,
     depth <= 10, about 4 minutes of CPU), compared as in the short test."""
-    X, y, model = bnn._toy_reference_problem()
+    X, y, model = bnn.toy_reference_problem()
     fresh = bnn.nuts_regression(X, y, rng=seed(2), n_chains=8, n_warmup=300, n_draws=300, max_depth=10, **model)
     assert np.all(ess_bulk(fresh.function_draws(X_CHECK)) > 100)
     diff, se = _differences(fresh, reference)
