@@ -276,7 +276,9 @@ HINTS = [
     ("bnn.6", 4, "not exp(rho)"),
     ("bnn.6", 5, "negative log-likelihood"),
     ("bnn.6", 6, "with the same eps that made theta"),
-    ("bnn.6", 7, "with a fresh eps ~ N(0, I)"),
+    # exact mean plus N(0, 1) noise: when a case's reparameterised variance is below 1/2 (some random cases; seed offset
+    # 180 draws one), this answer varies more than twice as much and gets the noise hint, which names its mistake too
+    ("bnn.6", 7, ("with a fresh eps ~ N(0, I)", "an unbiased estimate plus noise is not this estimator")),
     ("bnn.6", 8, "with a fresh eps ~ N(0, I)"),
     ("bnn.6", 9, "score-function estimator"),
     ("bnn.7", 0, "inverted dropout"),
@@ -291,5 +293,6 @@ HINTS = [
 def test_wrong_answer_gets_its_hint(ex_id, j, hint, seed):
     from bayesnotes.exercises import check
     res = check(ex_id, WRONG[ex_id][j], rng=seed(17))
-    assert not res.passed and hint in res.message, res.message
+    hints = hint if isinstance(hint, tuple) else (hint,)           # a tuple: any of these hints is right
+    assert not res.passed and any(h in res.message for h in hints), res.message
     assert ex_id != "bnn.6" or "expected:" not in res.message, res.message   # the exact gradient is never shown
