@@ -488,15 +488,16 @@ def warn_not_converged(name:str,  # name of the method, for the message
                        n_iter,    # the run's maximum number of sweeps
                        damping,   # the run's damping
                        tol,       # the run's tolerance
+                       iter_name:str="n_iter", # the caller's name for the number of sweeps
                       ):
     "Warn (EPConvergenceWarning) if a run whose per-sweep record is `history` stopped at n_iter without converging."
     if converged: return
     stacklevel, f = 2, sys._getframe(1)        # point the warning at the first caller outside the package
     while f.f_back is not None and f.f_globals.get("__name__", "").startswith("bayesnotes"):
         stacklevel, f = stacklevel + 1, f.f_back
-    hint = ("try damping < 1 (e.g. 0.5) and a larger n_iter" if damping == 1.0
-            else f"try a damping below {damping:g} and a larger n_iter")
-    warnings.warn(f"{name} did not converge: it stopped after n_iter={int(n_iter)} sweeps with a largest site change "
+    hint = (f"try damping < 1 (e.g. 0.5) and a larger {iter_name}" if damping == 1.0
+            else f"try a damping below {damping:g} and a larger {iter_name}")
+    warnings.warn(f"{name} did not converge: it stopped after {iter_name}={int(n_iter)} sweeps with a largest site change "
                   f"of {history.max_change[-1]:.3g} in the last sweep (tol={tol:g}); {hint}, and look at result.history",
                   EPConvergenceWarning, stacklevel=stacklevel)
 
@@ -1298,34 +1299,39 @@ def fig_breast_cancer(results=None, # optional {"probit": dict, "logistic": dict
     return fig
 
 # %% ../nbs/02_ep.ipynb #1e592c45
+from types import SimpleNamespace
 from .utils import spawn_rng
+
 class SEPResult(NamedTuple):
     "Gaussian N(mean, cov) from stochastic (or averaged) EP, with the one shared site it keeps."
     mean: np.ndarray            # posterior mean, shape (d,)
     cov: np.ndarray             # posterior covariance, shape (d, d)
-    site_precision: np.ndarray  # the shared site's precision Lambda~ (one copy of N), shape (d, d)
+    site_precision: np.ndarray  # the shared site's precision Lambda~ (one copy of n), shape (d, d)
     site_shift: np.ndarray      # its shift eta~, shape (d,)
     max_change: np.ndarray      # per epoch (iteration): largest change of Lambda~, eta~ relative to their largest entry
+    last_mean: np.ndarray       # mean of q from the last iterate of the shared site (= mean unless SEP averaged)
+    last_cov: np.ndarray        # covariance of q from the last iterate
 
 def stochastic_ep(X,                      # design matrix, shape (n, d)
                   y,                      # labels in {0, 1} or {-1, +1}, shape (n,)
                   prior_var=1.0,          # prior N(0, prior_var): scalar, (d,) variances or (d, d) covariance
-                  link:str="probit",      # "probit" or "logistic" (tilted moments by quadrature)
+                  link:str="probit",      # "probit" (closed-form tilted moments) or "logistic" (by quadrature)
                   n_epochs:int=20,        # passes over the data (schedule="averaged": at most this many iterations)
                   schedule:str="stochastic", # "stochastic" (SEP: one random observation per step) or "averaged" (AEP)
-                  average:bool=True,      # SEP: return the shared site averaged over the steps of the second half
-                  tol:float=1e-10,        # AEP: stop when no entry of the shared site moves by more than tol (relative)
-                  damping:float=0.5,      # AEP: step size in (0, 1] towards the average of the local sites
+                  average:bool=True,      # SEP: return the shared site averaged over the steps of the second half (ignored by AEP)
+                  tol:float=1e-10,        # AEP: stop when no entry of the shared site moves by more than tol (relative; SEP never stops early)
+                  damping:float=0.5,      # AEP: step size in (0, 1] towards the average of the local sites (SEP's step is 1/n)
                   rng=None,               # random generator or seed (SPEC 7): the SEP order
                   progress:bool=False,    # show a progress bar over epochs
                  ) -> SEPResult:
-    "Stochastic EP (Li et al. 2015) for probit/logistic regression: one shared site f~ with q = p0 f~^N, O(d^2) memory."
+    "Stochastic EP (Li et al. 2015) for probit/logistic regression: one shared site f~ with q = p0 f~^n, O(d^2) memory."
     X, ys, S0 = _check_glm(X, y, prior_var)
     if link not in _LINKS: raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
     if schedule not in ("stochastic", "averaged"):
         raise ValueError(f"schedule must be 'stochastic' or 'averaged', got {schedule!r}")
-    n_epochs, tol, rng = check_count("n_epochs", n_epochs), float(check_positive("tol", tol)), as_rng(rng)
-    if not (np.isscalar(damping) and 0.0 < damping <= 1.0): raise ValueError(f"damping must lie in (0, 1], got {damping!r}")
+    n_epochs = check_count("n_epochs", n_epochs)              # named as the argument is; then the EP loops' checks
+    check_ep_args(n_epochs, damping, tol)
+    n_epochs, tol, rng = int(n_epochs), float(tol), as_rng(rng)
     n, d = X.shape
     P0 = linalg.cho_solve(linalg.cho_factor(S0, lower=True), np.eye(d))
     Lam, eta, change = np.zeros((d, d)), np.zeros(d), []
@@ -1355,12 +1361,16 @@ def stochastic_ep(X,                      # design matrix, shape (n, d)
             scale = max(np.abs(Lam).max(), np.abs(eta).max(), 1e-300)
             change.append(max(np.abs(Lam - L_old).max(), np.abs(eta - e_old).max()) / scale)
             if schedule == "averaged" and change[-1] < tol: break
-        if schedule == "averaged" and change[-1] >= tol:
-            warnings.warn(f"stochastic_ep (averaged): the shared site still moved by {change[-1]:.1e} (relative) after "
-                          f"n_epochs={n_epochs} iterations; raise n_epochs", EPConvergenceWarning, stacklevel=2)
+        if schedule == "averaged":
+            warn_not_converged("stochastic_ep (averaged)", SimpleNamespace(max_change=np.array(change)),
+                               change[-1] < tol, n_epochs, damping, tol, iter_name="n_epochs")
+        def q_of(L, e):
+            S = linalg.cho_solve(linalg.cho_factor(P0 + n * L, lower=True), np.eye(d))
+            return S @ (n * e), 0.5 * (S + S.T)
+        last = q_of(Lam, eta)
         if n_avg: Lam, eta = sum_L / n_avg, sum_e / n_avg
-        S = linalg.cho_solve(linalg.cho_factor(P0 + n * Lam, lower=True), np.eye(d))
-    return SEPResult(S @ (n * eta), 0.5 * (S + S.T), Lam, eta, np.array(change))
+        mean, cov = q_of(Lam, eta) if n_avg else last
+    return SEPResult(mean, cov, Lam, eta, np.array(change), *last)
 
 class SEPComparison(NamedTuple):
     "EP, averaged EP, stochastic EP (averaged and last iterate) and ADF on one probit data set, against a reference."
@@ -1380,21 +1390,26 @@ def compare_stochastic_ep(X,              # design matrix (n, d)
                           rng=None,       # random generator or seed (SPEC 7) for the SEP orders
                          ) -> SEPComparison:
     "Per-coefficient errors of EP, AEP, SEP and ADF for probit regression, in units of the reference posterior sd."
-    ref_m, ref_C = reference[0], reference[1]
+    X, _, _ = _check_glm(X, y, prior_var)
+    n, d = X.shape
+    ref_m, ref_C = check_finite("reference mean", reference[0]), check_finite("reference cov", reference[1])
+    if ref_m.shape != (d,) or ref_C.shape != (d, d):
+        raise ValueError(f"reference must be (mean (d,), cov (d, d)) with d = {d}, got shapes {ref_m.shape}, {ref_C.shape}")
     sd = np.sqrt(np.diag(ref_C))
-    n, d = np.shape(X)
     rng = as_rng(rng)
     ep, aep, adf = ep_probit(X, y, prior_var), stochastic_ep(X, y, prior_var, schedule="averaged", n_epochs=200), adf_probit(X, y, prior_var)
-    runs = [(stochastic_ep(X, y, prior_var, n_epochs=n_epochs, rng=r), stochastic_ep(X, y, prior_var, n_epochs=n_epochs, average=False, rng=r))
+    runs = [stochastic_ep(X, y, prior_var, n_epochs=n_epochs, rng=r)          # one run per order: both answers
             for r in [spawn_rng(rng, k) for k in range(check_count("n_runs", n_runs))]]
     err = lambda m: np.abs(m - ref_m) / sd
     names = ("EP", "AEP", "SEP, averaged", "SEP, last iterate", "ADF")
-    mean_err = np.array([err(ep.mean), err(aep.mean), np.mean([err(a.mean) for a, _ in runs], 0),
-                         np.mean([err(b.mean) for _, b in runs], 0), err(adf.mean)])
-    sd_ratio = np.array([np.sqrt(np.diag(C)) / sd for C in (ep.cov, aep.cov, runs[0][0].cov, runs[0][1].cov, adf.cov)])
-    sep_runs = np.array([[err(a.mean).max(), err(b.mean).max()] for a, b in runs])
-    stored = {"EP": 2 * n, "EP with full d x d sites": n * (d * (d + 1) // 2 + d), "AEP, SEP": d * (d + 1) // 2 + d, "ADF": 0}
-    return SEPComparison(names, mean_err, sd_ratio, sep_runs, runs[0][1].max_change, stored)
+    mean_err = np.array([err(ep.mean), err(aep.mean), np.mean([err(r.mean) for r in runs], 0),
+                         np.mean([err(r.last_mean) for r in runs], 0), err(adf.mean)])
+    sd_ratio = np.array([np.sqrt(np.diag(C)) / sd for C in (ep.cov, aep.cov, runs[0].cov, runs[0].last_cov, adf.cov)])
+    sep_runs = np.array([[err(r.mean).max(), err(r.last_mean).max()] for r in runs])
+    site = d * (d + 1) // 2 + d                                   # one symmetric d x d precision and a shift
+    stored = {"EP": 2 * n, "EP with full d x d sites": n * site, "AEP, SEP last iterate": site,
+              "SEP averaged (site and running sum)": 2 * site, "ADF": 0}
+    return SEPComparison(names, mean_err, sd_ratio, sep_runs, runs[0].max_change, stored)
 
 def fig_stochastic_ep(cmp:SEPComparison, # output of `compare_stochastic_ep`
                      ):

@@ -543,3 +543,36 @@ def test_stochastic_ep_seeded_and_checked():
     with pytest.raises(ValueError, match="damping"): stochastic_ep(X, y, damping=0.)
     with pytest.raises(ValueError, match="y"): stochastic_ep(X, y[:-1])
     with pytest.warns(EPConvergenceWarning, match="n_epochs"): stochastic_ep(X, y, schedule="averaged", n_epochs=2)
+
+
+def _sep_by_hand(X, y, prior_var, n_epochs, seed):
+    "SEP written out from the definitions, with the same order: cavity, tilted moments, damped update of the site."
+    n, d = X.shape
+    ys, P0 = 2 * y - 1, np.eye(d) / prior_var
+    L, e, iterates = np.zeros((d, d)), np.zeros(d), []
+    rng = np.random.default_rng(seed)
+    for _ in range(n_epochs):
+        for i in rng.permutation(n):
+            C = np.linalg.inv(P0 + (n - 1) * L)                      # cavity: q / f~
+            v, mu = X[i] @ C @ X[i], X[i] @ C @ ((n - 1) * e)
+            _, mh, vh = tilted_moments(ys[i], mu, v)
+            L = (1 - 1 / n) * L + (1 / vh - 1 / v) / n * np.outer(X[i], X[i])
+            e = (1 - 1 / n) * e + (mh / vh - mu / v) / n * X[i]
+            iterates.append((L.copy(), e.copy()))
+    return iterates
+
+
+def test_stochastic_ep_matches_a_hand_written_pass(seed):
+    "On distinct observations, SEP's last iterate and its second-half average equal the definitions run by hand."
+    rng = np.random.default_rng(seed(65))
+    X = np.column_stack([np.ones(7), rng.standard_normal((7, 2))])
+    y = (rng.uniform(size=7) < 0.5).astype(float)
+    its = _sep_by_hand(X, y, 1.5, 4, seed(66))
+    last = stochastic_ep(X, y, 1.5, n_epochs=4, average=False, rng=seed(66))
+    avg = stochastic_ep(X, y, 1.5, n_epochs=4, rng=seed(66))
+    assert np.allclose(last.site_precision, its[-1][0], atol=1e-12) and np.allclose(last.site_shift, its[-1][1], atol=1e-12)
+    half = its[2 * 7:]                                              # the steps of epochs 3 and 4
+    assert np.allclose(avg.site_precision, np.mean([L for L, _ in half], 0), atol=1e-12)
+    assert np.allclose(avg.site_shift, np.mean([e for _, e in half], 0), atol=1e-12)
+    P = np.eye(3) / 1.5 + 7 * its[-1][0]                           # q = p0 f~^n, from the last iterate
+    assert np.allclose(avg.last_cov @ P, np.eye(3), atol=1e-10) and np.allclose(P @ avg.last_mean, 7 * its[-1][1])

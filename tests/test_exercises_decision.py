@@ -158,10 +158,11 @@ WRONG = {
 
 
 def _minimise_report(p, gamma):
-    # a numerical minimiser of the expected score: close to the closed form, but not to 1e-8
-    from scipy.optimize import minimize_scalar
-    return np.array([minimize_scalar(lambda q: pi * (1 - q) ** gamma + (1 - pi) * q ** gamma, bounds=(0, 1),
-                                     method="bounded", options={"xatol": 1e-12}).x for pi in np.asarray(p)])
+    # a near miss, as a numerical minimiser of the expected score gives: the closed form off by 1e-6 relative. (A real
+    # minimiser, Brent's method to xatol 1e-12, was used here until seed offset 181 drew cases it solved to 1e-8: then
+    # it passes, rightly, and the test of the hint cannot run.)
+    p = np.asarray(p, float)
+    return (1 + 1e-6) / (1 + ((1 - p) / p) ** (1 / (gamma - 1)))
 
 
 def test_answers_that_raise_are_reported(seed):
