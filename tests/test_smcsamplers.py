@@ -350,8 +350,11 @@ def test_smc2_doubles_n_x(seed):
     assert r.n_x[-1] == 5 * 2 ** len(r.move_steps) and np.all(np.diff(r.n_x) >= 0)
     for t in r.move_steps:
         assert r.n_x[t] == 2 * r.n_x[t - 1]
-    # a single run: sd of log Z_hat about 0.15 at these settings (20 runs), 1.0 is more than 6 of those
-    assert abs(r.log_evidence - logZ) < 1.0
+    # Z_hat is unbiased, so P(Z_hat / Z > c) <= 1 / c (Markov): log Z_hat - log Z < log(1e4) fails with probability
+    # <= 1e-4. Its upper tail is heavy (2000 runs: 5 above +1, the largest +2.2; a bound of 1.0 failed at seed offset
+    # 181); its lower tail is light (2000 runs: none below -0.70, spread below the median 0.19), so -1.5 is far out
+    err = r.log_evidence - logZ
+    assert -1.5 < err < np.log(1e4), err
 
 
 
