@@ -255,7 +255,7 @@ def fig_trueskill(res:dict=None, # output of `trueskill_comparison`; None: run i
     axes[0].plot([], [], "k-", label="EP, full covariance"); axes[0].plot([], [], "k--", label="EP, factor graph")
     axes[0].fill_between([], [], color="0.7", label="MCMC histogram")
     axes[0].set(xlabel="skill $s_i$", ylabel="posterior density", title="skill marginals")
-    axes[0].legend(fontsize=7, ncol=2)
+    axes[0].legend(fontsize=8, ncol=2)
     order = np.argsort(-fu.mean)
     r = np.arange(P)
     wins, games = np.bincount(T.winners, minlength=P), np.bincount(T.winners, minlength=P) + np.bincount(T.losers, minlength=P)
@@ -267,7 +267,7 @@ def fig_trueskill(res:dict=None, # output of `trueskill_comparison`; None: run i
     axes[1].set_yticks(r, [f"player {i} ({wins[i]}/{games[i]} won)" for i in order])
     axes[1].invert_yaxis()
     axes[1].set(xlabel="skill", title="ranking by posterior mean")
-    axes[1].legend(fontsize=7, loc="lower right")
+    axes[1].legend(fontsize=8, loc="lower right")
     return fig
 
 # %% ../nbs/02c_ep_models.ipynb #de0c4883

@@ -647,7 +647,7 @@ def fig_rbpf(T:int=14,      # number of time steps
     ax.plot(t, ex.means[:, 0], color=COLORS[0], label="exact $E[x_t | y_{0:t}]$")
     ax.fill_between(t, ax.get_ylim()[0], ax.get_ylim()[1], where=res["s"] == 1, color=COLORS[1], alpha=0.1,
                     label="volatile regime")
-    ax.set_xlabel("t"); ax.legend(fontsize=7)
+    ax.set_xlabel("t"); ax.legend(fontsize=9)
     errs = [res[k]["log_evidence"] - ex.log_evidence for k in ("RBPF", "bootstrap")]
     axes[1].boxplot(errs)
     axes[1].set_xticks([1, 2], [f"RBPF\nN={res['N']['RBPF']}", f"bootstrap\nN={res['N']['bootstrap']}"])
@@ -657,7 +657,7 @@ def fig_rbpf(T:int=14,      # number of time steps
     for i, k in enumerate(("RBPF", "bootstrap")):
         rmse = np.sqrt(np.mean((res[k]["means"] - ex.means[:, 0]) ** 2, axis=0))
         axes[2].plot(t[1:], rmse[1:], "o-", color=COLORS[i], ms=3, label=k)   # t = 0: both regimes share C, R
-    axes[2].set_yscale("log"); axes[2].set_xlabel("t"); axes[2].legend(fontsize=8)
+    axes[2].set_yscale("log"); axes[2].set_xlabel("t"); axes[2].legend(fontsize=9)
     axes[2].set_ylabel("RMSE of the filtered mean vs exact")
     axes[2].set_title(f"{n_rep} runs each, about equal time per run", fontsize=9)
     return fig

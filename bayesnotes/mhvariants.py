@@ -197,7 +197,7 @@ def fig_independence_tails(n_draws:int=3000,    # draws of each chain
         for c in range(len(x0)):
             axes[j].plot(x[c], lw=0.6, color=COLORS[c], label=f"start {x0[c, 0]:g}: left after {first[c]}")
         axes[j].set(xlabel="iteration", ylim=(-12, 12), title=f"proposal {name}: acceptance {res.accept_prob.mean():.2f}")
-        axes[j].legend(fontsize=8, loc="lower right")
+        axes[j].legend(fontsize=9, loc="lower right")
     axes[0].set_ylabel("x")
     grid = np.linspace(0, 6, 25)
     for j, (name, q) in enumerate(TAIL_PROPOSALS.items()):

@@ -586,7 +586,7 @@ def fig_importance_tails(n:int=20_000, # draws per proposal
              "Cauchy, heavy tails": stats.cauchy()}
     rng = as_rng(rng)
     grid = np.linspace(-6, 6, 400)
-    fig, axes = new_figure(1, 3, width=13.0, height=3.9)
+    fig, axes = new_figure(1, 3, width=13.0, height=4.5)
     axes[0].plot(grid, target.pdf(grid), color="k", lw=2, label="target N(0, 1)")
     k = np.arange(1, n + 1)
     idx = np.unique(np.round(np.geomspace(1, n, 600)).astype(int)) - 1   # log-spaced points of the running estimate
@@ -600,11 +600,11 @@ def fig_importance_tails(n:int=20_000, # draws per proposal
         axes[2].plot(k[idx], running[idx], color=COLORS[i], lw=1.2,
                      label=f"{name}: {r.estimate:.3f} $\\pm$ {r.stderr:.3f}, ESS/N = {r.ess / n:.2f}")
     axes[0].set(xlabel="x", title="target and proposals")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=9)
     axes[1].set(xlabel="x", yscale="log", ylim=(1e-3, 1e3), title="weights $w(x) = p(x)/q(x)$")
     axes[2].axhline(1.0, color="k", ls="--", lw=1)
     axes[2].set(xscale="log", xlabel="number of draws", ylim=(0.3, 1.7), title=r"running SNIS estimate of $\mathbb{E}[X^2] = 1$")
-    axes[2].legend(fontsize=8, loc="lower right")
+    axes[2].legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return fig
 
 # %% ../nbs/03_montecarlo.ipynb #e88442b5

@@ -442,7 +442,7 @@ def fig_overtraining(run:EpochRun=None, # output of `pbp_epochs` on the toy data
         X, y = toy_regression_data(n_train, 0)
         run = pbp_epochs(X, y, toy_test_sets(), n_epochs, keep, rng)
     X, y = run.X, run.y
-    fig, axes = new_figure(1, 3, width=14, height=3.8)
+    fig, axes = new_figure(1, 3, width=13, height=3.8)
     x = np.linspace(-2, 2, 300)
     for ax, e in zip(axes[:2], keep):
         m, v = run.fits[e].f_moments(x[:, None])
@@ -453,11 +453,13 @@ def fig_overtraining(run:EpochRun=None, # output of `pbp_epochs` on the toy data
         ax.plot(x, toy_function(x), "k--", lw=0.8, label="truth")
         ax.plot(X[:, 0], y, "k.", ms=5)
         ax.set(ylim=(-5, 5), xlabel="x", title=f"after {e} epochs")
-    axes[0].legend(fontsize=8, loc="lower left")
+    axes[0].legend(fontsize=9, loc="lower left")
     ax = axes[2]
     for k, (name, col) in enumerate((("test NLL, x in [-1, 1]", COLORS[0]), ("test NLL, 1 < |x| < 2", COLORS[1]))):
         ax.plot(run.epochs, run.nll[:, k], color=col, label=name)
         ax.plot(run.epochs, run.f_sd[:, k], color=col, ls=":", label=name.replace("test NLL", "mean sd of f"))
+    handles, labels = ax.get_legend_handles_labels()
     ax.set(xlabel="epoch", title="test NLL (solid) and epistemic sd (dotted)")
-    ax.legend(fontsize=8)
+    ax.legend(handles[::2] + handles[1::2], labels[::2] + labels[1::2], fontsize=9, ncol=2, loc="upper center",
+              bbox_to_anchor=(0.5, -0.16), columnspacing=1)
     return fig

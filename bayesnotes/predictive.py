@@ -312,7 +312,7 @@ def fig_pit_shapes(n:int=200,  # PIT values per panel
         u = stats.norm.cdf(rng.normal(b, s, size=n))         # PIT under the predictive N(0, 1)
         _ecdf_panel(ax, pit_uniformity(u, band=band), COLORS[0], "PIT ECDF")
         ax.set_title(title, fontsize=9)
-    axes[0].legend(fontsize=7, loc="lower left")
+    axes[0].legend(fontsize=9, loc="lower left")
     return fig
 
 # %% ../nbs/09c_predictive_checks.ipynb #75aedcfc

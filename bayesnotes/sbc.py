@@ -298,7 +298,7 @@ def fig_ecdf_difference(results,          # an `SBCResult`, or a dict name -> SB
                     label=f"{r.names[k]}{'' if ok[k] else ' (outside)'}")
         ax.axhline(0, color="k", lw=0.6)
         ax.set_title(title, fontsize=10); ax.set_xlabel("fractional rank")
-        ax.legend(fontsize=7, loc="lower center")
+        ax.legend(fontsize=9, loc="lower center")
     for ax in axes[:, 0]:
         ax.set_ylabel("ECDF - uniform CDF")
     return fig

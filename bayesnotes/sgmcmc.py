@@ -466,7 +466,7 @@ def fig_step_tradeoff(runs:TradeoffRuns=None, # output of `tradeoff_example` (No
     axes[0].plot(d.step_size, d.mean_error, "^", ms=8, color=COLORS[2], label="decaying step: mean error")
     axes[0].plot(d.step_size, d.sd_error, "v", ms=8, color=COLORS[3], label="decaying step: sd error")
     axes[0].set(ylabel="error against NUTS")
-    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].legend(frameon=False, fontsize=9)
     return fig
 
 # %% ../nbs/04d_sgmcmc.ipynb #2cce1737

@@ -187,24 +187,24 @@ def fig_waste_free(runs=None,     # output of `waste_free_comparison` (None: com
     ref = _gaussian_reference()
     lp, ll, ps = gaussian_tempering_example()
     res = waste_free_smc(lp, ll, ps, 1000, P=50, rng=_stream(rng, 10))
-    fig, axes = new_figure(1, 3, width=14, height=3.8, gridspec_kw={"width_ratios": [1, 1.3, 1.3]})
+    fig, axes = new_figure(1, 3, width=13, height=4.1, gridspec_kw={"width_ratios": [1, 1.4, 1.4]})
     chains = res.particles.reshape(50, 20, 2)                 # (state p, chain m, coordinate)
     for m in range(20):
         axes[0].plot(chains[:, m, 0], chains[:, m, 1], "-", lw=0.6, color=COLORS[m % len(COLORS)], alpha=0.7)
         axes[0].plot(chains[0, m, 0], chains[0, m, 1], "o", ms=3, color="k")
     axes[0].set_xlabel(r"$\mu$"); axes[0].set_ylabel(r"$\sigma$")
     axes[0].set_title("20 chains x 50 states (dots: resampled starts)", fontsize=9)
-    names = [r.name for r in runs]
+    names = [r.name.replace(", ", "\n") for r in runs]        # three short lines per tick label
     eff = np.array([1000 * ref.variance / r.means.var(0, ddof=1) / r.evaluations.mean() for r in runs])
     pos = np.arange(len(runs))
     axes[1].bar(pos - 0.2, eff[:, 0], 0.4, color=COLORS[0], label=r"$\mu$")
     axes[1].bar(pos + 0.2, eff[:, 1], 0.4, color=COLORS[1], label=r"$\sigma$")
-    axes[1].set_xticks(pos, names, fontsize=7); axes[1].legend(fontsize=8)
+    axes[1].set_xticks(pos, names, fontsize=9); axes[1].legend(fontsize=9)
     axes[1].set_ylabel("ESS per 1000 evaluations")
     axes[1].set_title(f"posterior means over {len(runs[0].log_evidence)} runs, ~1000 evaluations per move", fontsize=9)
     axes[2].boxplot([r.log_evidence - ref.log_evidence for r in runs])
     axes[2].axhline(0, color="k", lw=0.8)
-    axes[2].set_xticks(pos + 1, names, fontsize=7); axes[2].set_ylabel(r"$\log\hat Z - \log Z$ (quadrature)")
+    axes[2].set_xticks(pos + 1, names, fontsize=9); axes[2].set_ylabel(r"$\log\hat Z - \log Z$ (quadrature)")
     return fig
 
 # %% ../nbs/05d_smc_samplers.ipynb #334195e7
@@ -676,14 +676,14 @@ def fig_smc2(runs=None,       # SMC2Result runs of the example (None: run `smc2`
     runs = runs if runs is not None else [smc2(ssm_of, log_prior, prior_sample, y, N, N_x, rng=_stream(rng, s), n_mcmc=5)
                                           for s in range(n_rep)]
     pm, pm_cost = ar1_pmmh(rng=_stream(rng, 100)) if pm is None else pm
-    fig, axes = new_figure(1, 3, width=14, height=3.8)
+    fig, axes = new_figure(1, 3, width=12.5, height=3.8)
     r = runs[0]
     axes[0].hist(r.particles[:, 0], bins=30, weights=r.weights, density=True, range=(-0.2, 1), color=COLORS[0],
                  alpha=0.5, label=rf"SMC$^2$ ({r.cost:.1e} steps)")
     axes[0].hist(pm.draws[..., 0].ravel(), bins=30, density=True, range=(-0.2, 1), histtype="step", lw=1.5,
                  color=COLORS[1], label=f"PMMH ({pm_cost:.1e} steps)")
     axes[0].plot(grid, post, "k", label="exact (Kalman, grid)")
-    axes[0].set_xlim(-0.2, 1); axes[0].set_xlabel(r"$\rho$"); axes[0].legend(fontsize=8)
+    axes[0].set_xlim(-0.2, 1); axes[0].set_xlabel(r"$\rho$"); axes[0].legend(fontsize=9)
     axes[1].plot(r.ess, "o-", ms=3, color=COLORS[0])
     axes[1].axhline(0.5 * len(r.weights), color="k", ls=":", lw=1)
     for t in r.move_steps:
@@ -693,6 +693,6 @@ def fig_smc2(runs=None,       # SMC2Result runs of the example (None: run `smc2`
     le = np.array([q.log_evidence for q in runs])
     axes[2].plot(np.arange(len(le)), le, "o", color=COLORS[0], label=rf"SMC$^2$ runs")
     axes[2].axhline(log_Z, color="k", label="exact (Kalman, grid)")
-    axes[2].set_xlabel("run"); axes[2].set_ylabel(r"$\log \hat p(y_{0:T-1})$"); axes[2].legend(fontsize=8)
+    axes[2].set_xlabel("run"); axes[2].set_ylabel(r"$\log \hat p(y_{0:T-1})$"); axes[2].legend(fontsize=9)
     axes[2].set_ylim(log_Z - 1, log_Z + 1)
     return fig

@@ -656,7 +656,7 @@ def fig_vb_regression_1d(n_iter:int=10, # CAVI sweeps
     ex = regression_1d_exact(x, y, **prior)
     seed_hist = _reg1d_cavi(x, y, 0., 1., 1., n_iter, np.array([0., 1., 1., 1.]), 1 + 0.5)   # shape alpha0 + 1/2
     wrong = VBNormalGamma(*seed_hist[-1], np.zeros(0), seed_hist)
-    fig, axes = new_figure(1, 3, width=15, height=3.8)
+    fig, axes = new_figure(1, 3, width=12.5, height=3.8)
     ax = axes[0]
     w = np.linspace(ex.mean_w - 5 * ex.sd_w, ex.mean_w + 5 * ex.sd_w, 200)
     g = np.linspace(1e-3, ex.mean_gamma + 5 * ex.sd_gamma, 200)
@@ -675,13 +675,13 @@ def fig_vb_regression_1d(n_iter:int=10, # CAVI sweeps
     ax.plot(gg, stats.gamma.pdf(gg, wrong.a_N, scale=1 / wrong.b_N), "--", color=COLORS[0],
             label=rf"eq. 3.29 as printed, shape $a_0 + 1/2$")
     ax.set(xlabel=r"noise precision $\gamma$", ylabel="density", title=r"marginal of $\gamma$")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False)
     ax = axes[2]
     ax.plot(np.arange(len(vb.elbo)) / 2, vb.elbo, "o-", ms=3, color=COLORS[1], label="ELBO")
     ax.axhline(ex.log_evidence, color="k", lw=1, label=r"$\log p(y)$ (quadrature)")
     ax.set(xlabel="sweep (half-steps)", ylabel="nats", title="ELBO is monotone",
            ylim=(vb.elbo[2] - 2, ex.log_evidence + 1))
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False)
     return fig
 
 # %% ../nbs/01_vi.ipynb #c845a5b9
@@ -753,7 +753,7 @@ def fig_ising_denoising(size:int=64,    # image side
     img = ising_test_image(size)
     y = img + sigma * as_rng(rng).standard_normal(img.shape)
     res = cavi_ising(y, J, sigma, n_iter=15, damping=0.5)
-    fig, axes = new_figure(1, 6, width=16, height=3.0)
+    fig, axes = new_figure(1, 6, width=13, height=2.8, gridspec_kw={"width_ratios": [1, 1, 1, 1, 1, 1.7]})
     panels = [(img, "clean"), (y, rf"noisy, $\sigma={sigma:g}$")] + [(res.snapshots[k], f"sweep {k}") for k in (1, 3, 15)]
     for ax, (im, title) in zip(axes, panels):
         ax.imshow(im, cmap="gray", vmin=-1, vmax=1) if title != panels[1][1] else ax.imshow(im, cmap="gray")
@@ -765,7 +765,7 @@ def fig_ising_denoising(size:int=64,    # image side
         tr = cavi_ising(y, J, sigma, n_iter=15, damping=lam, schedule=sched).elbo
         ax.plot(tr - res.elbo[-1], "o-", ms=2, color=c, label=lab)
     ax.set(xlabel="sweep", ylabel=r"ELBO $+\log Z_0$ (shifted)", title="bound per sweep", ylim=(-800, 100))
-    ax.legend(frameon=False, fontsize=7)
+    ax.legend(frameon=False, loc="lower right")
     return fig
 
 # %% ../nbs/01_vi.ipynb #747aa5a2
@@ -928,7 +928,7 @@ def fig_vbem_faithful(K:int=6,          # components
     final = cavi_gmm(X, **kw)
     first = cavi_gmm(X, **kw, n_iter=1)
     stages = [(1, first), (15, cavi_gmm(X, **kw, n_iter=15, tol=0)), (len(final.elbo), final)]
-    fig, axes = new_figure(1, 5, width=17, height=3.3)
+    fig, axes = new_figure(1, 5, width=12.5, height=2.9)
     for ax, (it, res) in zip(axes, stages):
         ax.plot(X[:, 0], X[:, 1], ".", ms=3, color="grey", alpha=0.6)
         for k in range(K):
@@ -940,10 +940,10 @@ def fig_vbem_faithful(K:int=6,          # components
     axes[0].set_ylabel("waiting (std.)")
     ax = axes[3]
     w = 0.38
-    ax.bar(np.arange(1, K + 1) - w / 2, first.alpha, w, color=COLORS[0], label="after iteration 1")
-    ax.bar(np.arange(1, K + 1) + w / 2, final.alpha, w, color=COLORS[1], label="at convergence")
+    ax.bar(np.arange(1, K + 1) - w / 2, first.alpha, w, color=COLORS[0], label="iteration 1")
+    ax.bar(np.arange(1, K + 1) + w / 2, final.alpha, w, color=COLORS[1], label="converged")
     ax.set(xlabel="component $k$", ylabel=r"$\alpha_k$", title="Dirichlet parameters")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, loc="upper right")
     ax = axes[4]
     ax.plot(np.arange(1, len(final.elbo) + 1), final.elbo, color=COLORS[0])
     ax.set(xlabel="iteration", ylabel="ELBO", title="bound (monotone)")
@@ -951,7 +951,8 @@ def fig_vbem_faithful(K:int=6,          # components
     a = np.linspace(0.01, 2, 200)
     ins.plot(a, np.exp(special.digamma(a)), color=COLORS[2], label=r"$e^{\digamma(a)}$")
     ins.plot(a, a, "k:", lw=1, label="$a$")
-    ins.set_title(r"$e^{\digamma(a)}$ vs $a$", fontsize=7); ins.tick_params(labelsize=6)
+    ins.set_title(r"$e^{\digamma(a)}$ vs $a$", fontsize=8.5); ins.tick_params(labelsize=8.5)
+    ins.set(xticks=[0, 2], yticks=[0, 2])
     return fig
 
 # %% ../nbs/01_vi.ipynb #2ee444ab
@@ -1372,7 +1373,7 @@ def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the correlated-Gaus
             ):
     "ADVI: full-rank vs mean-field on a correlated Gaussian; constrained Normal-Gamma fit vs exact; ELBO traces."
     tc, fits = _corr_fits(n_iter, rng)
-    fig, axes = new_figure(1, 3, width=14, height=4)
+    fig, axes = new_figure(1, 3, width=12, height=3.8)
     ax = axes[0]
     g = np.linspace(-5, 5, 200); A, B = np.meshgrid(g, g)
     ax.contourf(A, B, np.exp(mvn_logpdf(np.stack([A, B], -1), np.zeros(2), tc.cov)), levels=8, cmap="Greys")
@@ -1380,7 +1381,7 @@ def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the correlated-Gaus
         _ellipse(ax, r.q.mean, r.q.cov, c, 1.0)
         ax.plot([], [], color=c, label=f"{f} ADVI ($2\\sigma$)")
     ax.set(aspect="equal", xlim=(-4, 4), ylim=(-5, 5), title="correlated Gaussian target", xlabel="$z_1$", ylabel="$z_2$")
-    ax.legend(frameon=False, fontsize=8, loc="upper left")
+    ax.legend(frameon=False, loc="upper left")
     x, prior = normal_gamma_example()
     tz, res, _ = _ng_advi_fit(1)
     ax = axes[1]
@@ -1397,7 +1398,7 @@ def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the correlated-Gaus
                linestyles="--")
     ax.plot([], [], color=COLORS[1], label=r"ADVI on $(\mu, \log\tau)$"); ax.plot([], [], "--", color=COLORS[0], label="CAVI")
     ax.set(xlabel=r"$\mu$", ylabel=r"$\tau$", title="Normal-Gamma: exact (green)")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False)
     ax = axes[2]
     k = 25
     for c, (lab, r) in zip(COLORS, [("mean-field, Gaussian", fits["meanfield"]), ("full-rank, Gaussian", fits["fullrank"]),
@@ -1405,7 +1406,7 @@ def fig_advi(n_iter:int=10000, # maximum Adam steps per fit (the correlated-Gaus
         ma = np.convolve(r.elbo, np.ones(k) / k, mode="valid")
         ax.plot(np.arange(k, len(r.elbo) + 1), ma - ma[-1], color=c, label=lab)
     ax.set(xlabel="Adam step", ylabel=f"ELBO (moving average of {k}), shifted", ylim=(-3, 0.5), title="ELBO traces")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False)
     return fig
 
 # %% ../nbs/01_vi.ipynb #fdc308c9
@@ -1513,7 +1514,7 @@ def fig_svi(n_iter:int=1500, # Adam steps per fit
     "SVI on breast-cancer logistic regression: correct N/M scaling vs scaling the prior too, against the exact mean-field optimum."
     full, good, bad = _svi_fits(n_iter, rng)
     m_opt, s_opt, _ = _bc_meanfield_optimum()
-    fig, axes = new_figure(1, 3, width=14, height=3.9)
+    fig, axes = new_figure(1, 3, width=12, height=3.8)
     for ax, attr, ref, lab in ((axes[0], lambda q: q.mean, m_opt, "posterior mean"), (axes[1], lambda q: q.scale, s_opt, "posterior sd")):
         lim = (ref.min() - 0.1 * np.ptp(ref), ref.max() + 0.1 * np.ptp(ref))
         ax.plot(lim, lim, "k:", lw=1)
@@ -1521,7 +1522,7 @@ def fig_svi(n_iter:int=1500, # Adam steps per fit
         ax.plot(ref, attr(good.q), "o", ms=4, color=COLORS[0], label="SVI, N/M on likelihood")
         ax.plot(ref, attr(bad.q), "s", ms=4, color=COLORS[1], mfc="none", label="SVI, N/M on prior too")
         ax.set(xlabel=f"exact mean-field optimum: {lab}", ylabel=f"fitted {lab}", title=lab)
-        ax.legend(frameon=False, fontsize=8)
+        ax.legend(frameon=False)
     ax = axes[2]
     k = 50
     for c, (lab, r) in zip(COLORS, [("full batch", full), ("SVI, M = 32", good)]):
@@ -1529,7 +1530,7 @@ def fig_svi(n_iter:int=1500, # Adam steps per fit
         ax.plot(np.arange(k, len(r.elbo) + 1), ma, color=c, label=lab)
     ax.set(xlabel="Adam step", ylabel=f"ELBO estimate (moving avg. {k})", ylim=(full.elbo[-200:].mean() - 60, full.elbo[-200:].mean() + 10),
            title="ELBO traces (same objective)")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False)
     return fig
 
 # %% ../nbs/01_vi.ipynb #58483fa4
@@ -1812,30 +1813,30 @@ def fig_logistic_posterior(data_rng=1, # random generator or seed of the data (1
     eta = P @ X.T
     loglik = np.sum(y * eta - np.logaddexp(0, eta), axis=-1)
     ws = np.array([[3, 1], [4, 2], [5, 3], [7, 3]])
-    fig, axes = new_figure(1, 5, width=18, height=3.6)
+    fig, axes = new_figure(1, 5, width=14, height=3.1)
     ax = axes[0]
     ax.scatter(*X[y == 1].T, marker="o", color=COLORS[0], s=15); ax.scatter(*X[y == 0].T, marker="x", color=COLORS[1], s=15)
     u = np.linspace(-4, 4, 2)
     for c, w in zip(COLORS[2:], ws):
         ax.plot(u, -w[0] / w[1] * u, color=c, lw=1, label=f"w = ({w[0]}, {w[1]})")
     ax.set(xlim=(-4, 4), ylim=(-4, 4), aspect="equal", title="(a) data", xlabel="$x_1$", ylabel="$x_2$")
-    ax.legend(frameon=False, fontsize=7)
+    ax.legend(frameon=False, fontsize=9, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2), columnspacing=1)
     ax = axes[1]
     ax.contour(W1, W2, loglik, levels=np.linspace(loglik.max() - 15, loglik.max(), 12), cmap="viridis")
     for i, (c, w) in enumerate(zip(COLORS[2:], ws)):
-        ax.plot(*w, "o", color=c); ax.annotate(str(i + 1), w + 0.2, fontsize=8)
+        ax.plot(*w, "o", color=c); ax.annotate(str(i + 1), w + 0.2, fontsize=9)
     ax.plot([0, 50 * 2.3 / np.hypot(2.3, 1)], [0, 50 / np.hypot(2.3, 1)], "k--", lw=1)
     ax.set(title="(b) log-likelihood", xlabel="$w_1$", ylabel="$w_2$")
     ax = axes[2]
     ax.contour(W1, W2, ref.logp, levels=np.linspace(ref.logp.max() - 12, ref.logp.max(), 12), cmap="viridis")
     ax.plot(*lap.mode, "o", color=COLORS[0], label="MAP")
-    ax.set(title="(c) log posterior", xlabel="$w_1$"); ax.legend(frameon=False, fontsize=8)
+    ax.set(title="(c) log posterior", xlabel="$w_1$"); ax.legend(frameon=False, loc="lower right")
     for ax, (title, m, C) in zip(axes[3:], [("(d) Laplace", lap.mode, lap.cov), ("(e) full-rank VI", vi.mean, vi.cov)]):
         ax.contourf(W1, W2, np.exp(ref.logp - ref.logp.max()), levels=[0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0], cmap="Greys")
         lq = mvn_logpdf(P, m, C)
         ax.contour(W1, W2, np.exp(lq - lq.max()), levels=[0.02, 0.1, 0.3, 0.5, 0.7, 0.9], colors=COLORS[1], linewidths=1)
         ax.plot(*ref.mean, "kx", ms=8, label="reference mean"); ax.plot(*m, "o", color=COLORS[1], ms=4)
-        ax.set(title=title, xlabel="$w_1$"); ax.legend(frameon=False, fontsize=7, loc="upper left")
+        ax.set(title=title, xlabel="$w_1$"); ax.legend(frameon=False, loc="upper left")
     for ax in axes[1:]:
         ax.set(xlim=(-5, 40), ylim=(-10, 25))
     return fig
@@ -1863,7 +1864,7 @@ def fig_logistic_predictive(data_rng=1, # random generator or seed of the data (
                            ):
     "Predictive P(y=1|x): plug-in MAP, Laplace by Monte Carlo and probit, VI, and the grid reference posterior."
     X, y, G1, G2, preds = _predictive_grid(data_rng, rng=rng)
-    fig, axes = new_figure(1, 5, width=18, height=3.7)
+    fig, axes = new_figure(1, 5, width=15, height=3.3)
     for ax, (name, p) in zip(axes, preds.items()):
         cs = ax.contourf(G1, G2, p, levels=np.linspace(0, 1, 11), cmap="RdBu_r")
         ax.contour(G1, G2, p, levels=[0.5], colors="k", linewidths=1)

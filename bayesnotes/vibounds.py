@@ -384,7 +384,7 @@ def fig_chivi(rng=0, # random generator or seed of the two fits (SPEC 7)
         ax.plot(z, stats.norm.pdf(z, m, s), ls, color=c, label=f"{lab}: 90% interval holds {_interval_coverage(post, q):.2f}")
         ax.plot([m - 1.645 * s, m + 1.645 * s], [-0.06 - 0.05 * k] * 2, ls, color=c, lw=2)
     ax.set(xlabel=r"$\theta$", ylabel="density", title="(a) fits and their central 90% intervals")
-    ax.legend(frameon=False, fontsize=7, loc="upper left")
+    ax.legend(frameon=False, fontsize=8, loc="upper left")
     ax = axes[1]
     k = 10
     for c, lab, tr in ((_FIT_COLORS[0], "ELBO (ADVI)", fit_e.elbo), (_FIT_COLORS[1], "CUBO$_2$ (chi-VI)", fit_c.cubo)):
@@ -429,10 +429,10 @@ def fig_bounds(n_rep:int=400, # Monte Carlo replicates per IWAE dot
         for val, name in ((b.cubo, "CUBO$_2$"), (b.eubo, "EUBO")):
             if val < top:
                 ax.axhline(val, color=c, ls=":", lw=1)
-                ax.annotate(f"{lab}: {name}", (1.1, val), (1.1, val + 0.02), fontsize=7, color=c)
+                ax.annotate(f"{lab}: {name}", (1.1, val), (1.1, val + 0.02), fontsize=8, color=c)
             else:
                 off.append(f"{lab}: {name} $= \\log p(x) {val - post.log_evidence:+.2f}$ (off scale)")
-    ax.text(0.02, 0.97, "\n".join(off), transform=ax.transAxes, va="top", fontsize=7, color=_FIT_COLORS[0])
+    ax.text(0.02, 0.97, "\n".join(off), transform=ax.transAxes, va="top", fontsize=8, color=_FIT_COLORS[0])
     ax.axhline(post.log_evidence, color="k", lw=1, label=r"$\log p(x)$")
     ax.set(xscale="log", xlabel="$K$", ylim=(post.log_evidence - 0.8, top), title="(b) IWAE$_K$ for the two fits of section 3")
     ax.legend(frameon=False, fontsize=8, loc="lower right")

@@ -133,7 +133,7 @@ def fig_vmp_normal_gamma(n_iter:int=6, # VMP sweeps
     q = vmp_normal_gamma(x, **prior, n_iter=n_iter, init=init)
     cavi = vb_normal_gamma(x, **prior, n_iter=n_iter, init=init)
     post = vmp_structured_normal_gamma(x, **prior)
-    fig, (a0, a1, a2) = new_figure(1, 3, width=14, height=3.8)
+    fig, (a0, a1, a2) = new_figure(1, 3, width=12.5, height=3.8)
     M, T = np.meshgrid(np.linspace(-0.6, 1.6, 200), np.linspace(0.05, 1.2, 200))   # every contour lies below tau = 0.92
     lp = post.logpdf(M, T)
     a0.contour(M, T, np.exp(lp - lp.max()), levels=[0.05, 0.2, 0.5, 0.8], colors=COLORS[2])
@@ -143,13 +143,13 @@ def fig_vmp_normal_gamma(n_iter:int=6, # VMP sweeps
     a0.plot([], [], color=COLORS[2], label=r"structured $q(\mu,\tau)$ = exact")
     a0.plot([], [], "--", color=COLORS[1], label=r"mean field $q(\mu)q(\tau)$")
     a0.set(xlabel=r"$\mu$", ylabel=r"$\tau$", title="posterior contours (5, 20, 50, 80% of the peak)")
-    a0.legend(frameon=False, fontsize=8, loc="upper left")
+    a0.legend(frameon=False, fontsize=9, loc="upper left")
     h = np.arange(len(q.elbo)) / 2
     a1.plot(h, cavi.elbo, "o", ms=8, mfc="none", color=COLORS[0], label="CAVI (vi.vb_normal_gamma)")
     a1.plot(h, q.elbo, ".-", color=COLORS[1], label="VMP (sum of messages)")
     a1.axhline(normal_gamma_log_evidence(x, **prior), color=COLORS[2], label=r"structured VMP: $\log p(x)$")
     a1.set(xlabel="sweep (half-steps)", ylabel="nats", title="ELBO", ylim=(q.elbo[1] - 1, q.elbo[-1] + 1))
-    a1.legend(frameon=False, fontsize=8, loc="lower right")
+    a1.legend(frameon=False, fontsize=9, loc="lower right")
     Ns = np.unique(np.round(np.logspace(0.4, 3, 14)).astype(int))
     ratios = np.array([meanfield_variance_ratio(as_rng(0).normal(0.5, 1.0, n), **prior) for n in Ns])
     grid = np.linspace(Ns[0], Ns[-1], 400)
@@ -160,7 +160,7 @@ def fig_vmp_normal_gamma(n_iter:int=6, # VMP sweeps
     a2.semilogx(Ns, ratios[:, 1], "s", color=COLORS[3], label=r"$\mathrm{Var}_q(\tau)/\mathrm{Var}(\tau\mid x)$")
     a2.axhline(1, color=COLORS[2], lw=1)
     a2.set(xlabel="number of observations $N$", ylabel="variance ratio", title="mean field under-estimates", ylim=(0, 1.05))
-    a2.legend(frameon=False, fontsize=8, loc="lower right")
+    a2.legend(frameon=False, fontsize=9, loc="lower right")
     return fig
 
 # %% ../nbs/01d_vi_conjugate.ipynb #ee92fa4d
@@ -521,7 +521,7 @@ def fig_svi_gmm(n_iter:int=600, # SVI steps per run
     ref = cavi_gmm(X, 3, alpha0=1.0, resp=np.eye(3)[np.repeat(np.arange(3), len(X) // 3)])   # started from the true clusters
     runs = [svi_gmm(X, 3, alpha0=1.0, batch_size=30, n_iter=n_iter, rng=spawn_rng(rng, k)) for k in range(1, 4)]
     const = svi_gmm(X, 3, alpha0=1.0, batch_size=30, n_iter=n_iter, rho=0.1, rng=spawn_rng(rng, 4))
-    fig, axes = new_figure(1, 4, width=16, height=3.8)
+    fig, axes = new_figure(1, 4, width=13, height=3.4)
     for ax, run, k in zip(axes[:3], runs, range(1, 4)):
         lab = run.q.resp.argmax(1)
         for j in range(3):
@@ -535,5 +535,5 @@ def fig_svi_gmm(n_iter:int=600, # SVI steps per run
                     label=r"$\rho_t=(t+1)^{-0.7}$" if k == 1 else None)
     ax.semilogy(const.steps[1:], ref.elbo[-1] - const.elbo[1:], color=COLORS[1], label=r"constant $\rho=0.1$")
     ax.set(xlabel="step $t$", ylabel="ELBO(CAVI) - ELBO(SVI)", title="distance to the CAVI optimum")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, loc="lower left")
     return fig

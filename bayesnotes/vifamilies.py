@@ -397,19 +397,19 @@ def fig_lowrank_vs_rank(n_iter:int=2000, # Adam steps per fit
     kl = {r: kl_gauss(q.mean, q.cov, t.mean, t.cov) for r, q in fits.items()}
     best = {r: o.kl for r, o in _rank_optima(spawn_rng(rng, 10)).items()}          # exact optima
     n_par = {0: 2 * d, **{r: LowRankGaussian(d, r).n_params for r in _RANKS}, d: d + d * (d + 1) // 2}
-    fig, axes = new_figure(1, 3, width=15, height=4)
+    fig, axes = new_figure(1, 3, width=13, height=4.2)
     ax = axes[0]
     rs = [r for r in fits if 0 < r < d]
     ax.semilogy(sorted(fits), [max(best[r], 1e-3) for r in sorted(fits)], "kx", ms=7,
-                label="exact optimum of each family (drawn at 1e-3 if below)")
+                label="exact optimum (at 1e-3 if below)")
     ax.semilogy(rs, [kl[r] for r in rs], "o-", color=COLORS[0], label="low rank + diagonal")
     ax.semilogy([0], [kl[0]], "s", color=COLORS[1], ms=8, label="mean-field (rank 0)")
     ax.semilogy([d], [kl[d]], "D", color=COLORS[2], ms=8, label=f"full-rank (rank {d})")
     for r in fits:
-        ax.annotate(f"{n_par[r]} par.", (r, kl[r]), textcoords="offset points", xytext=(4, 6), fontsize=7)
+        ax.annotate(f"{n_par[r]} par.", (r, kl[r]), textcoords="offset points", xytext=(4, 6), fontsize=9)
     ax.set(xlabel="rank r", ylabel=r"KL$(q \,\|\, p)$ (exact, nats)", title="(a) accuracy against rank (ADVI fits)",
            ylim=(1e-3, 30))
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=9, loc="lower left")
     ax = axes[1]
     dims, big = np.array([8, 16, 32, 48]), np.array([8, 16, 32, 64, 128, 256])
     for c, ls, ds, (lab, make) in zip([COLORS[0], COLORS[2], COLORS[1]], ["o-", "o:", "o-"], [big, dims, big],
@@ -420,7 +420,7 @@ def fig_lowrank_vs_rank(n_iter:int=2000, # Adam steps per fit
     ax.loglog(big, [1e3 * _fullrank_grad_seconds(int(k)) for k in big], "D--", color=COLORS[2], ms=4,
               label="full rank, rows written directly (O($d^2$) per draw)")
     ax.set(xlabel="dimension d", ylabel="ms per ELBO gradient (10 draws)", title="(b) cost of one gradient (this machine)")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)
     ax = axes[2]
     sd = np.sqrt(np.diag(t.cov))
     for c, m, r in zip([COLORS[1], COLORS[3], COLORS[0], COLORS[2]], "sovD", (0, 2, 4, d)):
@@ -429,7 +429,7 @@ def fig_lowrank_vs_rank(n_iter:int=2000, # Adam steps per fit
     ax.axhline(1, color="k", lw=1, ls=":")
     ax.set(xlabel="coordinate", ylabel="marginal sd of q / exact sd", title="(c) marginal standard deviations",
            ylim=(0, 1.15))
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.legend(frameon=False, fontsize=9, loc="lower right")
     return fig
 
 # %% ../nbs/01b_vi_families.ipynb #d6858276
@@ -703,7 +703,7 @@ def fig_flow_vs_gaussian(n_iter:int=800, # Adam steps per flow
                         ):
     "Target banana, and the full-rank Gaussian, planar-flow and coupling-flow fits, with their KL(q || p) by quadrature."
     t, fits = _banana_fits(n_iter, rng)
-    fig, axes = new_figure(1, 4, width=16, height=4, sharex=True, sharey=True)
+    fig, axes = new_figure(1, 4, width=14, height=3.8, sharex=True, sharey=True)
     g = grid_density(next(iter(fits.values())), t, n=200)
     X, Y = np.meshgrid(g.x, g.y)
     levels = np.exp(-np.array([4.6, 3.0, 2.0, 1.0, 0.3, 0.0]))[:, None]   # fractions of each density's maximum
