@@ -9,13 +9,13 @@ from typing import NamedTuple, Callable
 
 import numpy as np
 import autograd.numpy as anp
-from autograd import grad as _ad_grad, value_and_grad as _ad_value_and_grad
+from autograd import value_and_grad as _ad_value_and_grad
 from scipy import optimize, linalg
 
 from .utils import as_rng, check_finite, check_positive, check_count, check_spd
 from .core import ConvergenceWarning
 from .filters import condition_gaussian
-from .bnn import (mlp_apply, mlp_prior_std, toy_regression_data, jacobian_rows, gaussian_nll,
+from .bnn import (mlp_apply, mlp_init, mlp_prior_std, toy_regression_data, jacobian_rows, gaussian_nll,
                             predictive_log_likelihood, nuts_reference, toy_reference_problem,
                             Predictive, mlp_unpack)
 from .plotting import new_figure, COLORS
@@ -23,8 +23,9 @@ from .plotting import new_figure, COLORS
 # %% auto #0
 __all__ = ['TOY_SIZES', 'TOY_NOISE_VAR', 'STREAM_METHODS', 'STREAM_BATCH', 'GaussianBelief', 'ekf_weights', 'mlp_fn', 'linear_fn',
            'linear_posterior', 'linearised_predictive', 'toy_prior', 'ReferenceProblem', 'reference_problem',
-           'prior_draw', 'reference_test_set', 'StreamComparison', 'nuts_test_lpd', 'active_units', 'stream_comparison',
-           'comparison_table', 'sequential_laplace', 'online_vi', 'fig_ekf_stream', 'fig_stream_comparison']
+           'prior_draw', 'reference_test_set', 'StreamComparison', 'nuts_test_lpd', 'active_units', 'unmoved_units',
+           'sampled_test_lpd', 'stream_comparison', 'comparison_table', 'sequential_laplace', 'online_vi',
+           'fig_ekf_stream', 'fig_stream_comparison']
 
 # %% ../nbs/07b_sequential_bnn.ipynb #0c1cd6ef
 class GaussianBelief(NamedTuple):
@@ -101,7 +102,8 @@ def ekf_weights(fn:Callable,      # network fn(theta (..., P), X (..., N, d)) ->
                 tol:float=1e-8,   # iterated EKF: stop when a step moves theta by less than tol * (1 + |theta|)
                ) -> GaussianBelief:
     """Extended (or iterated) Kalman filter over static network weights. The iterated EKF is Gauss-Newton on each step's
-    MAP problem with a backtracking line search; it warns (ConvergenceWarning) when n_iter iterations did not reach tol."""
+    MAP problem with a backtracking line search, and returns the last point the search accepted (its covariance from
+    the Jacobian there); it warns (ConvergenceWarning) when n_iter iterations did not reach tol or the search stalled."""
     m, S, X, y, R = _check_stream(mean0, cov0, X, y, noise_var)
     q = float(check_positive("process_var", process_var, strict=False))
     n_iter, B = check_count("n_iter", n_iter, 1), check_count("batch_size", batch_size, 1)
@@ -113,6 +115,7 @@ def ekf_weights(fn:Callable,      # network fn(theta (..., P), X (..., N, d)) ->
         S = S + q * np.eye(m.size)
         mi = start if t == 0 else m.copy()          # the linearisation point
         phi = _one_point_objective(fn, m, S, Xb, yb, R) if n_iter > 1 else None
+        a = 1.                                          # the last step's line-search factor
         for k in range(n_iter):
             J = _jac(fn, mi, Xb)
             r = yb - _out(fn, mi, Xb) - J @ (m - mi)   # innovation of the model linearised at mi
@@ -128,9 +131,9 @@ def ekf_weights(fn:Callable,      # network fn(theta (..., P), X (..., N, d)) ->
             warnings.warn(f"iterated EKF: step {t} did not converge in n_iter={n_iter} Gauss-Newton iterations (last "
                           f"full step {np.linalg.norm(d):.1e}{', line search stalled' if a <= 1e-10 else ''}); raise n_iter",
                           ConvergenceWarning, stacklevel=2)
-        if n_iter > 1:                                  # mean at the converged point, covariance from its Jacobian
+        if n_iter > 1:       # the last accepted point (never a rejected step), covariance from its Jacobian
             J = _jac(fn, mi, Xb)
-            m_new, S_new = _gain_update(m, S, J, yb - _out(fn, mi, Xb) - J @ (m - mi), R, t)
+            m_new, S_new = mi, _gain_update(m, S, J, yb - _out(fn, mi, Xb) - J @ (m - mi), R, t)[1]
         m, S = m_new, S_new
     return GaussianBelief(m, S)
 
@@ -160,7 +163,7 @@ def linear_posterior(X,                # features (N, P)
 
 
 # %% ../nbs/07b_sequential_bnn.ipynb #a80634e4
-TOY_SIZES, TOY_NOISE_VAR = (1, 10, 1), 0.09   # the chapter's 1-10-1 tanh network (P = 31) and noise variance 0.3^2
+TOY_SIZES, TOY_NOISE_VAR = (1, 10, 1), 0.09   # a smooth 1-10-1 tanh network (P = 31) and noise 0.3^2, for the tests
 
 def linearised_predictive(fn:Callable,        # network fn(theta (..., P), X (..., N, d)) -> (..., N, 1)
                           belief:GaussianBelief, # Gaussian over the weights: mean (P,), covariance (P, P)
@@ -182,9 +185,8 @@ def linearised_predictive(fn:Callable,        # network fn(theta (..., P), X (..
 
 def toy_prior(rng=None, # random generator or seed (SPEC 7) for the prior mean
              ) -> tuple:
-    "Prior of the chapter's network: a mean drawn from the chapter-7 weight prior and that prior's diagonal covariance."
-    std = mlp_prior_std(TOY_SIZES)
-    return as_rng(rng).standard_normal(std.size) * std, np.diag(std ** 2)
+    "A Gaussian prior for the tanh test network: a mean drawn from N(0, diag(s^2)) and covariance diag(s^2), s = mlp_prior_std(TOY_SIZES) (unit scales)."
+    return mlp_init(TOY_SIZES, rng), np.diag(mlp_prior_std(TOY_SIZES) ** 2)
 
 class ReferenceProblem(NamedTuple):
     "Chapter 7's NUTS reference problem (`bnn.nuts_reference`) as a stream: its data, network, Gaussian prior and noise."
@@ -223,7 +225,8 @@ def _fit(method, prob, order, init, rng):
     if method == "online VI": return online_vi(*args, batch_size=STREAM_BATCH, order=order, rng=rng, init=init)
     return sequential_laplace(*args, batch_size=len(prob.y), gtol=1e-6, init=init)   # offline: one batch, no order
 
-def reference_test_set(n_test:int=1000) -> tuple:
+def reference_test_set(n_test:int=1000, # number of test points
+                      ) -> tuple:
     "The fixed test set of chapter 7's toy metrics (`bnn.toy_metrics`): n_test fresh points of data seed 10000."
     return toy_regression_data(check_count("n_test", n_test), 10_000)
 
@@ -243,6 +246,8 @@ class StreamComparison(NamedTuple):
     active: np.ndarray      # (method, order) hidden units active (positive input) at one training point at least
     vi_repeats: np.ndarray  # (n_vi_repeats,) online VI's test LPD in the data order, each with fresh Monte Carlo draws
     unconverged: np.ndarray # (method, order) ConvergenceWarnings of the fit (iterated EKF steps, L-BFGS fits at max_iter)
+    unmoved: np.ndarray     # (method, order) hidden units whose weights are all still exactly zero (the prior mean)
+    tlpd_sampled: np.ndarray # (method, order) test LPD of the Gaussian over the weights itself (draws of theta), not linearised
 
 def nuts_test_lpd(Xt,        # test inputs (N, 1)
                   yt,        # test targets (N,)
@@ -264,6 +269,25 @@ def active_units(prob:ReferenceProblem, # the problem (its training inputs and l
     W, b = mlp_unpack(np.asarray(theta, float), prob.sizes)[0]
     return int(np.sum(np.any(prob.X @ W + b > 0, axis=0)))
 
+def unmoved_units(prob:ReferenceProblem, # the problem (its layer widths)
+                  theta,                 # weights (P,), e.g. a belief's mean
+                 ) -> int:
+    "Number of hidden units whose input weights, bias and output weight are all exactly zero, as at the prior mean."
+    (W, b), (W2, _) = mlp_unpack(np.asarray(theta, float), prob.sizes)
+    return int(np.sum(np.all(W == 0, axis=0) & (b == 0) & np.all(W2 == 0, axis=1)))
+
+def sampled_test_lpd(prob:ReferenceProblem, # the problem (network and noise)
+                     belief:GaussianBelief, # Gaussian over the weights
+                     Xt,                    # test inputs (N, 1)
+                     yt,                    # test targets (N,)
+                     n_draws:int=1000,      # draws of the weights
+                     rng=None,              # random generator or seed (SPEC 7)
+                    ) -> float:
+    "Test LPD per point of the mixture over theta ~ N(mean, cov) of N(y; f(x; theta), R): the Gaussian itself, not its linearisation."
+    th = as_rng(rng).multivariate_normal(belief.mean, belief.cov, size=check_count("n_draws", n_draws), method="cholesky")
+    f = np.asarray(prob.fn(th, np.broadcast_to(Xt, (len(th),) + np.shape(Xt))))[..., 0]
+    return predictive_log_likelihood(yt, Predictive(f.mean(0), None, f, np.full(len(f), np.sqrt(prob.noise_var))))
+
 def stream_comparison(n_orders:int=3,  # random data orders, after the data set's own order
                       n_test:int=1000, # test points (`reference_test_set`)
                       rng=None,        # random generator or seed (SPEC 7): first linearisation point, orders, VI draws
@@ -279,7 +303,7 @@ def stream_comparison(n_orders:int=3,  # random data orders, after the data set'
     grid = np.linspace(-1.5, 1.5, 121)
     shape = (len(STREAM_METHODS), len(orders))
     tlpd, means, sds = np.zeros(shape), np.zeros(shape + grid.shape), np.zeros(shape + grid.shape)
-    active, unconv = np.zeros(shape, int), np.zeros(shape, int)
+    active, unconv, unmoved, tlpd_s = np.zeros(shape, int), np.zeros(shape, int), np.zeros(shape, int), np.zeros(shape)
     for j, meth in enumerate(STREAM_METHODS):
         for k, order in enumerate(orders):
             if meth != "offline Laplace" or k == 0:        # the offline fit sees no order
@@ -290,13 +314,15 @@ def stream_comparison(n_orders:int=3,  # random data orders, after the data set'
             unconv[j, k] = n_warn
             mu, sd = linearised_predictive(prob.fn, b, Xt, prob.noise_var)
             tlpd[j, k], active[j, k] = -gaussian_nll(yt, mu, sd), active_units(prob, b.mean)
+            unmoved[j, k] = unmoved_units(prob, b.mean)
+            tlpd_s[j, k] = sampled_test_lpd(prob, b, Xt, yt, rng=rng)
             means[j, k], sds[j, k] = linearised_predictive(prob.fn, b, grid[:, None], prob.noise_var)
     vi = [_fit("online VI", prob, orders[0], init, rng) for _ in range(n_rep)]
     vi_rep = np.array([-gaussian_nll(yt, *linearised_predictive(prob.fn, b, Xt, prob.noise_var)) for b in vi])
     ref_tlpd, ref_se = nuts_test_lpd(Xt, yt, ref)
     pg = ref.predict(grid[:, None], ref.draws.shape[0] * ref.draws.shape[1])
     return StreamComparison(STREAM_METHODS, orders, init, tlpd, ref_tlpd, ref_se, grid, means, sds, pg.mean, pg.std, active, vi_rep,
-                            unconv)
+                            unconv, unmoved, tlpd_s)
 
 def comparison_table(cmp:StreamComparison, # output of `stream_comparison`
                      inside:float=1.,      # predictives are compared on |x| <= inside (the data lie in [-1, 1])
@@ -309,7 +335,9 @@ def comparison_table(cmp:StreamComparison, # output of `stream_comparison`
                      "LPD max": cmp.tlpd[j].max(),
                      "|mean - NUTS|": np.abs(cmp.means[j][:, w] - cmp.ref_mean[w]).mean(),
                      "sd / NUTS sd": (cmp.sds[j][:, w] / cmp.ref_sd[w]).mean(),
-                     "active units": cmp.active[j].tolist(), "unconverged": cmp.unconverged[j].tolist()}
+                     "active units": cmp.active[j].tolist(), "unmoved units": cmp.unmoved[j].tolist(),
+                     "unconverged": cmp.unconverged[j].tolist(), "sampled LPD mean": cmp.tlpd_sampled[j].mean(),
+                     "sampled LPD min": cmp.tlpd_sampled[j].min(), "sampled LPD max": cmp.tlpd_sampled[j].max()}
     return out
 
 
@@ -402,7 +430,7 @@ def online_vi(fn:Callable,     # network fn(theta (..., P), X (..., N, d)) -> (.
 
 # %% ../nbs/07b_sequential_bnn.ipynb #0c17c6be
 def fig_ekf_stream(checkpoints=(5, 10, 20), # numbers of points seen in the three panels
-                   rng=0,                   # random generator or seed (SPEC 7): first linearisation point, then the order
+                   rng=20,                  # random generator or seed (SPEC 7): first linearisation point, then the order
                   ):
     "EKF predictive band after a few, more and all 20 points of the reference stream, against the NUTS reference band."
     rng, prob = as_rng(rng), reference_problem()
@@ -424,11 +452,11 @@ def fig_ekf_stream(checkpoints=(5, 10, 20), # numbers of points seen in the thre
     np.atleast_1d(axes)[0].set_ylabel("y"); np.atleast_1d(axes)[0].legend(loc="lower left", fontsize=7)
     return fig
 
-def fig_stream_comparison(cmp:StreamComparison=None, # output of `stream_comparison`; None computes it with rng=0
+def fig_stream_comparison(cmp:StreamComparison=None, # output of `stream_comparison`; None computes it with rng=20 (the notebook's)
                           order:int=0,                # which row of cmp.orders the left panel shows (0: data order)
                          ):
     "Predictive bands of the streamed methods against the NUTS reference (left), test LPD per data order (right)."
-    cmp = stream_comparison(rng=0) if cmp is None else cmp
+    cmp = stream_comparison(rng=20) if cmp is None else cmp
     fig, (a, b) = new_figure(1, 2, width=10, height=3.6)
     a.fill_between(cmp.grid, cmp.ref_mean - 2 * cmp.ref_sd, cmp.ref_mean + 2 * cmp.ref_sd, color="0.8", label="NUTS")
     seq = [j for j, m in enumerate(cmp.methods) if m != "offline Laplace"]

@@ -12,7 +12,7 @@ The chapter's comparison streams the 20 points of chapter 7's NUTS reference (`b
 uses exactly the reference model's data, network, prior and noise, and that the reference's test score is the chapter-7
 metric with a small Monte Carlo error. We do not test that a streamed method's predictive is within some tolerance of
 NUTS: no result bounds the error of a one-pass EKF, Laplace or VI fit of a nonlinear network (the measured test-LPD
-gaps, 0.27 to 3.2 nats per point at seeds 0-2, are 18 to 210 times the reference's Monte Carlo error of 0.015), and a
+gaps, 0.33 to 7.1 nats per point at seeds 0-2, are 22 to about 470 times the reference's Monte Carlo error of 0.015), and a
 tolerance placed between the measured errors would be a number chosen to pass, not derived."""
 import numpy as np
 import pytest
@@ -114,8 +114,9 @@ def _map_objective(fn, m0, S0, X, y, R):
 def test_iterated_ekf_reaches_a_stationary_point(seed):
     """Iterated to convergence on a smooth (tanh) network, the one-point iterated-EKF update ends at a stationary point
     of the one-point MAP problem, with covariance the inverse GGN precision there, and sequential Laplace started at that
-    point returns the same Gaussian. No ConvergenceWarning may be raised: over 100 seeds the damped Gauss-Newton
-    iteration converged within 1000 iterations every time on one point (on batches of 5 points, 5 times in 100 it did not)."""
+    point returns the same Gaussian. No ConvergenceWarning may be raised: over 400 seeds the damped Gauss-Newton
+    iteration converged within 5000 iterations every time on one point (within 1000 at 399; on batches of 5 points,
+    5 times in 100 it did not within 1000)."""
     n_points = 1
     import warnings
     from autograd import grad
@@ -125,7 +126,7 @@ def test_iterated_ekf_reaches_a_stationary_point(seed):
     m0, S0 = toy_prior(seed(8))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        it = ekf_weights(fn, m0, S0, X, y, TOY_NOISE_VAR, n_iter=1000, batch_size=n_points)
+        it = ekf_weights(fn, m0, S0, X, y, TOY_NOISE_VAR, n_iter=5000, batch_size=n_points)
         lap = sequential_laplace(fn, m0, S0, X, y, TOY_NOISE_VAR, batch_size=n_points, init=it.mean)
     g = grad(_map_objective(fn, m0, S0, X, y, TOY_NOISE_VAR))(it.mean)
     J = jacobian_rows(lambda T, Xb: fn(T, Xb)[..., 0], it.mean, X)
@@ -263,3 +264,33 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="noise_var"): linearised_predictive(linear_fn, b, X, -1.)
     with pytest.raises(ValueError, match="belief.cov"): linearised_predictive(linear_fn, b._replace(cov=np.eye(3)), X, R)
     with pytest.raises(ValueError, match="belief.mean"): linearised_predictive(linear_fn, b._replace(mean=[np.nan, 0.]), X, R)
+
+
+def test_linearised_predictive_linear_closed_form(seed):
+    "For f = x^T theta the linearised predictive is exact: mean x^T m, variance x^T S x + R."
+    X, y, m0, S0, R = _linear_problem(seed(30), n=6)
+    b = linear_posterior(X, y, m0, S0, R)
+    mu, sd = linearised_predictive(linear_fn, b, X, R)
+    assert np.allclose(mu, X @ b.mean, atol=1e-12)
+    assert np.allclose(sd ** 2, np.einsum("ij,jk,ik->i", X, b.cov, X) + R, rtol=1e-12)
+
+
+def test_iterated_ekf_converged_at_first_step_and_never_worse(seed):
+    """A first Gauss-Newton step already within tol returns at once (this crashed once); and on the ReLU problem,
+    where the line search can stall at a kink, the returned mean never has a larger one-point MAP objective than the
+    point the update started from."""
+    import warnings
+    m0 = np.array([0.3, -0.2])
+    X = np.array([[1., 2.]])
+    b = ekf_weights(linear_fn, m0, np.eye(2), X, X @ m0, 0.1, n_iter=3)
+    assert np.allclose(b.mean, m0)
+    prob = reference_problem()
+    rng = np.random.default_rng(seed(31))
+    for _ in range(5):
+        init, i = prior_draw(prob, rng), int(rng.integers(20))
+        phi = _map_objective(prob.fn, prob.mean0, prob.cov0, prob.X[i:i + 1], prob.y[i:i + 1], prob.noise_var)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            it = ekf_weights(prob.fn, prob.mean0, prob.cov0, prob.X[i:i + 1], prob.y[i:i + 1], prob.noise_var,
+                             n_iter=30, init=init)
+        assert phi(it.mean) <= phi(init) + 1e-9

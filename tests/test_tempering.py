@@ -212,7 +212,6 @@ def test_warns_when_the_step_is_badly_scaled():
 # comparisons are chi-square tests of counts from independent chains, each failing falsely with probability 1e-4.
 import itertools
 
-from bayesnotes.mcmc import ising_gibbs
 from bayesnotes.tempering import ising_edges, ising_log_prob, ising_mixing_study, swendsen_wang
 
 
