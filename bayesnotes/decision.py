@@ -1544,7 +1544,9 @@ def _ridge_factor(X, lam):
     try:
         cf = cho_factor(X.T @ X + lam * np.eye(X.shape[1]), lower=True)
         d = np.abs(np.diag(cf[0]))
-        if d.min() <= 1e-10 * d.max():     # condition number above ~1e20: singular to working precision
+        # pivots of an exactly rank-deficient X^T X come out near sqrt(eps) ~ 1e-8 of the largest after rounding, so
+        # 1e-7 (condition number ~1e14) separates them from usable least-squares problems; lam = 0 also checks the rank
+        if d.min() <= 1e-7 * d.max() or (lam == 0 and np.linalg.matrix_rank(X) < X.shape[1]):
             raise LinAlgError
         return cf
     except LinAlgError:

@@ -398,6 +398,11 @@ def rare_event_smc(score:Callable,       # S: (N, d) -> (N,) score of each point
                              f"{s.shape}" + (f" with {int(np.isnan(s).sum())} NaN" if s.shape == (len(p),) else ""))
         return -s
     theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
+    if int(np.ceil(alive * N)) < theta.shape[1] + 1:
+        # fewer survivors than dim + 1: the random-walk covariance of their clones is degenerate, the moves shrink to the
+        # jitter and the levels creep (a reviewer's run: 200 levels, log_prob -1060 for a true -4.8)
+        raise ValueError(f"alive * N must keep at least dim + 1 = {theta.shape[1] + 1} particles per level, got "
+                         f"ceil({alive:g} * {N}) = {int(np.ceil(alive * N))}: raise alive or N")
     theta, W, d, log_p, eps, n_alive, acc, reached = _level_schedule(
         theta, lp, minus_score(theta), minus_score, log_prior, -threshold, rng, alive, max_steps, shared, "rare_event_smc")
     if not reached:

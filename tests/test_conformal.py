@@ -149,7 +149,7 @@ def test_plus_intervals_follow_the_definition(seed):
     gives split conformal with all n points as calibration set."""
     rng = np.random.default_rng(seed(46))
     fit = lambda A, b: ridge_fit(A, b, 1.0)
-    for n, alpha in ((19, 0.1), (30, 0.1), (24, 0.2), (40, 0.05)):
+    for n, alpha in ((19, 0.1), (30, 0.1), (24, 0.2), (40, 0.05), (89, 0.3)):   # (89, 0.3): (n+1)(1-alpha) = 63.000...01
         X, y, Xt = rng.normal(size=(n, 2)), rng.normal(size=n), rng.normal(size=(3, 2))
         jk = jackknife_plus(X, y, Xt, fit, alpha)
         k_hi, k_lo = math.ceil((1 - alpha) * (n + 1) - 1e-12), math.floor(alpha * (n + 1) + 1e-12)
@@ -236,6 +236,10 @@ def test_conformal_bad_input():
             ridge_fit(X, y, lam)
     with pytest.raises(ValueError, match="lam"):                    # singular X^T X with lam = 0
         ridge_full_conformal(np.column_stack([X[:, 0], X[:, 0]]), y, np.ones((1, 2)), 0.2, 0.0)
+    for Xs in (np.column_stack([X[:, 0], 3 * X[:, 0]]),                 # rank 1, pivots ~1e-8 after rounding
+               np.column_stack([np.ones(len(y)), X[:, 0], 2 + X[:, 0]])):   # a shifted copy next to an intercept
+        with pytest.raises(ValueError, match="lam"):
+            ridge_full_conformal(Xs, y, np.ones((1, Xs.shape[1])), 0.2, 0.0)
     with pytest.raises(ValueError, match="^y"):
         ridge_full_conformal(X, y[:-1], Xt, 0.2)
     with pytest.raises(ValueError, match="X_new"):

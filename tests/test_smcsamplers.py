@@ -516,3 +516,11 @@ def test_rare_event_bad_inputs():
         rare_event_smc(score, lam, lp, ps, 100, rng=0, n_mcmc=-1)
     with pytest.raises(ValueError, match="d"):
         halfspace_rare_event(d=0)
+
+
+def test_rare_event_needs_dim_plus_one_survivors():
+    "Review 05d-B item 4: with fewer than dim + 1 survivors per level the clones' covariance is degenerate; refused."
+    from bayesnotes.smcsamplers import halfspace_rare_event, rare_event_smc
+    score, _, lp, ps, _ = halfspace_rare_event(5)
+    with pytest.raises(ValueError, match="alive"):
+        rare_event_smc(score, 3.0, lp, ps, 200, rng=0, alive=0.002)
