@@ -159,7 +159,7 @@ def sleep_gradient(theta,              # model parameters (2C,)
                   ) -> np.ndarray:
     "Sleep-phi gradient (1/S) sum_s grad_phi log q(z_s | x_s) on dreamed pairs (z_s, x_s) ~ p_theta, shape of phi."
     theta = _check_theta(theta); phi = _check_phi(phi, theta.size // 2)
-    z, xd = sample_model(theta, n_dreams, rng, sigma)
+    z, xd = sample_model(theta, check_count("n_dreams", n_dreams), rng, sigma)
     return _ad_grad(lambda p: anp.mean(_log_encoder(p, xd)[np.arange(xd.size), z]))(phi)
 
 def exact_gradients(theta,             # model parameters (2C,): C logits of the mixing weights, then C component means
@@ -212,7 +212,7 @@ def expected_snis_weights(logq,       # log q(z = c | x_n), shape (n, C), finite
     logq, logw = check_finite("logq", logq), check_finite("logw", logw)
     if logq.ndim != 2 or logw.shape != logq.shape:
         raise ValueError(f"logq and logw must have the same shape (n, C), got {logq.shape} and {logw.shape}")
-    counts = compositions(K, logq.shape[1])
+    counts = compositions(check_count("K", K), logq.shape[1])
     with np.errstate(divide="ignore"):
         logc = np.log(counts)                                    # -inf for categories not drawn
     out = []
@@ -253,7 +253,7 @@ def iwae_exact(theta,             # model parameters (2C,): C logits of the mixi
     """The IWAE bound E[log (1/K) sum_k w_k] averaged over x, summed exactly over the counts of the K draws, and its
     exact gradients with respect to theta and phi (autograd through the multinomial probabilities): (value, g_theta, g_phi)."""
     theta, phi, x, sigma = _check_args(theta, phi, x, sigma)
-    counts = compositions(K, theta.size // 2)
+    counts = compositions(check_count("K", K), theta.size // 2)
     with np.errstate(divide="ignore"):
         logc = np.log(counts)
     f = lambda t, p: _iwae_exact(t, p, x, counts, logc, sigma)
@@ -380,7 +380,7 @@ def sleep_fit(theta,               # the fixed model (2C,)
     """The sleep phase run to convergence on one set of dreams: the phi (C, 2) maximising (1/S) sum_s log q(z_s | x_s),
     a multinomial logistic regression of the dreamed labels on x (convex); the first row is pinned to zero (softmax shift)."""
     theta = _check_theta(theta); C = theta.size // 2
-    z, xd = sample_model(theta, n_dreams, rng, sigma)
+    z, xd = sample_model(theta, check_count("n_dreams", n_dreams), rng, sigma)
     idx = np.arange(xd.size)
     def neg(f):
         p = anp.concatenate([anp.zeros((1, 2)), anp.reshape(f, (C - 1, 2))])

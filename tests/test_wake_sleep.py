@@ -283,6 +283,9 @@ def test_bad_inputs_name_the_argument(ex):
              (lambda: expected_snis_weights(np.zeros((2, 3)), np.zeros((2, 2)), 3), "logq"),
              (lambda: wake_sleep_fit(ex.x, "elbo"), "method"),
              (lambda: sample_model(TRUE_THETA, 0), "n"),
+             (lambda: expected_snis_weights(np.zeros((2, 3)), np.zeros((2, 3)), 0), "K"),    # review 08f item 6
+             (lambda: iwae_exact(TRUE_THETA, ex.phi, ex.x, 0), "K"),
+             (lambda: sleep_gradient(TRUE_THETA, ex.phi, n_dreams=0), "n_dreams"),
              (lambda: compositions(-1, 3), "K"),
              (lambda: thermodynamic_integrand_1d(np.sin, np.sin, [0.], np.array([0., 1., 3.])), "grid"),
              (lambda: RWSVAE(objective="elbo"), "objective")]
