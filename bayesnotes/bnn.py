@@ -33,16 +33,17 @@ __all__ = ['ACTIVATIONS', 'CALIBRATION_LEVELS', 'TOY_MODEL', 'TOY_TRAIN', 'VADAM
            'RegressionFit', 'MAPFit', 'fit_map', 'toy_model', 'kl_diag_gauss', 'kl_weights', 'BBBFit',
            'bayes_by_backprop', 'bbb_gradient_draws', 'fig_local_reparam', 'DropoutFit', 'mc_dropout', 'EnsembleFit',
            'deep_ensemble', 'jacobian_rows', 'LaplaceFit', 'laplace_ggn', 'laplace_last_layer', 'BvMStudy',
-           'bvm_poisson_study', 'fig_bernstein_von_mises', 'KFACLaplaceFit', 'laplace_kfac', 'LaplaceVariants',
-           'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd', 'trace_late_gain',
-           'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios', 'fig_vadam_variance',
-           'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison', 'toy_comparison',
-           'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit', 'regression_target',
-           'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats', 'StoredRun',
-           'toy_reference_problem', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference', 'changed_sources',
-           'tempered_regression_model', 'psgld_regression', 'TemperatureCurve', 'cold_posterior_curve',
-           'fig_cold_posterior', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult', 'regression_benchmark',
-           'cinelli_methods', 'save_benchmark', 'stored_benchmark', 'fig_benchmark', 'explore_uncertainty']
+           'gamma_poisson_normals', 'bvm_poisson_study', 'fig_bernstein_von_mises', 'KFACLaplaceFit', 'laplace_kfac',
+           'LaplaceVariants', 'laplace_variant_sds', 'fig_laplace_kfac', 'vadam', 'vadam_magnitude_sd',
+           'trace_late_gain', 'vadam_convergence', 'vadam_problems', 'VadamVariance', 'vadam_variance_ratios',
+           'fig_vadam_variance', 'SWAGFit', 'swag', 'linear_sgd_stationary', 'fig_swag_step_size', 'ToyComparison',
+           'toy_comparison', 'fig_toy_predictive', 'toy_metrics', 'format_table', 'fig_calibration', 'SamplesFit',
+           'regression_target', 'nuts_regression', 'nuts_distances', 'fig_nuts_reference', 'ReferenceStats',
+           'StoredRun', 'toy_reference_problem', 'nuts_reference', 'reference_diagnostics', 'save_nuts_reference',
+           'changed_sources', 'tempered_regression_model', 'psgld_regression', 'TemperatureCurve',
+           'cold_posterior_curve', 'fig_cold_posterior', 'load_diabetes_data', 'benchmark_methods', 'BenchmarkResult',
+           'regression_benchmark', 'cinelli_methods', 'save_benchmark', 'stored_benchmark', 'fig_benchmark',
+           'explore_uncertainty']
 
 # %% ../nbs/07_bnn.ipynb #a66be5e1
 def _relu(a): return anp.maximum(a, 0.)
@@ -758,6 +759,22 @@ def _tv_to_normal(logpdf, mean, sd, centre, scale):
     p, q = np.exp(logpdf(u)), stats.norm.pdf(u, mean, sd)
     return 0.5 * float(integrate.trapezoid(np.abs(p - q), u)), u, p, q
 
+def gamma_poisson_normals(S:float, # total count sum_i y_i
+                          n:int,    # number of observations
+                          a:float,  # Gamma prior shape
+                          b:float,  # Gamma prior rate
+                         ) -> dict:
+    """The three normal approximations of the Gamma(a + S, b + n) posterior of a Poisson rate, for the rate and for its
+    log: {parameterisation: {"BvM" | "Laplace" | "moments": (mean, sd)}}. BvM: at the MLE S / n (half a count if S = 0)
+    with the Fisher information n / rate (n rate for the log); Laplace: mode and curvature of the posterior density in
+    that parameterisation; moments: the exact posterior mean and sd."""
+    al, be = a + S, b + n
+    mle = max(S, 0.5) / n
+    return {"rate": {"BvM": (mle, np.sqrt(mle / n)), "Laplace": ((al - 1) / be, np.sqrt(max(al - 1, 1e-12)) / be),
+                     "moments": (al / be, np.sqrt(al) / be)},
+            "log rate": {"BvM": (np.log(mle), 1 / np.sqrt(n * mle)), "Laplace": (np.log(al / be), 1 / np.sqrt(al)),
+                         "moments": (special.digamma(al) - np.log(be), np.sqrt(special.polygamma(1, al)))}}
+
 def bvm_poisson_study(ns=(5, 20, 80, 320, 1280, 5120), # sample sizes n
                       lam0:float=3.0,  # true Poisson rate
                       a:float=2.0,     # Gamma prior shape
@@ -778,16 +795,12 @@ def bvm_poisson_study(ns=(5, 20, 80, 320, 1280, 5120), # sample sizes n
         for r in range(n_rep):
             S = float(rng.poisson(lam0, int(n)).sum())
             al, be = a + S, b + n                                # posterior Gamma(al, be) of the rate
-            mle = max(S, 0.5) / n                                # S = 0 (all counts zero): no MLE, use half a count
             # rate: Gamma density; log rate eta: density prop. to exp(al eta - be e^eta)
             lp_rate = lambda u: np.where(u > 0, stats.gamma.logpdf(np.maximum(u, 1e-300), al, scale=1 / be), -np.inf)
             lp_log = lambda e: al * e - be * np.exp(e) + al * np.log(be) - special.gammaln(al)
-            m_r, v_r = al / be, al / be ** 2
-            m_l, v_l = special.digamma(al) - np.log(be), special.polygamma(1, al)
-            normals = {"rate": {"BvM": (mle, np.sqrt(mle / n)), "Laplace": ((al - 1) / be, np.sqrt(max(al - 1, 1e-12)) / be),
-                                "moments": (m_r, np.sqrt(v_r))},
-                       "log rate": {"BvM": (np.log(mle), 1 / np.sqrt(n * mle)), "Laplace": (np.log(al / be), 1 / np.sqrt(al)),
-                                    "moments": (m_l, np.sqrt(v_l))}}
+            normals = gamma_poisson_normals(S, n, a, b)
+            (m_r, sd_r), (m_l, sd_l) = normals["rate"]["moments"], normals["log rate"]["moments"]
+            v_r, v_l = sd_r ** 2, sd_l ** 2
             for p, lp, c, s in (("rate", lp_rate, m_r, np.sqrt(v_r)), ("log rate", lp_log, m_l, np.sqrt(v_l))):
                 for m, (mu, sd) in normals[p].items():
                     d, u, dens, q = _tv_to_normal(lp, mu, sd, c, s)

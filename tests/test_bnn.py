@@ -677,3 +677,36 @@ def test_bvm_study_against_closed_forms(seed):
         assert np.all(s.tv[(par, "moments")][1] < s.tv[(par, "moments")][0] / 5)   # n x 100: TV / 10
     with pytest.raises(ValueError, match="lam0"): bvm_poisson_study(lam0=0.)
     with pytest.raises(ValueError, match="ns"): bvm_poisson_study(ns=(0, 10))
+
+
+@pytest.mark.parametrize("S,n", [(7., 3), (300., 100), (0., 5)])
+def test_gamma_poisson_normals_from_their_definitions(S, n):
+    """Review 7-BvM item 5: each normal from its definition, computed independently: Laplace = numerical argmax and
+    finite-difference curvature of the posterior log density in that parameterisation; moments = numerical integrals;
+    BvM = the MLE with variance 1 / (n I) (I = 1 / rate, or rate for the log rate); the posterior = likelihood x prior."""
+    from scipy import integrate, optimize, stats as st
+    from bayesnotes.bnn import gamma_poisson_normals
+    a, b = 2.0, 1.0
+    out = gamma_poisson_normals(S, n, a, b)
+    # the posterior Gamma(a + S, b + n) against likelihood x prior normalised on a grid (rate scale)
+    lam = np.linspace(1e-6, 60, 400001)
+    un = S * np.log(lam) - n * lam + st.gamma.logpdf(lam, a, scale=1 / b)
+    post = np.exp(un - un.max()); post /= integrate.trapezoid(post, lam)
+    assert np.allclose(post[::4000], st.gamma.pdf(lam[::4000], a + S, scale=1 / (b + n)), rtol=1e-5, atol=1e-8)
+    lp = {"rate": lambda x: st.gamma.logpdf(x, a + S, scale=1 / (b + n)),
+          "log rate": lambda e: (a + S) * e - (b + n) * np.exp(e)}                 # density of log rate, up to a constant
+    for par, f in lp.items():
+        mode = optimize.minimize_scalar(lambda x: -f(x), bounds=(-20, 60) if par == "log rate" else (1e-6, 60),
+                                        method="bounded", options={"xatol": 1e-12}).x
+        h = 1e-4 * max(1.0, abs(mode))
+        curv = -(f(mode + h) - 2 * f(mode) + f(mode - h)) / h ** 2
+        assert np.isclose(out[par]["Laplace"][0], mode, rtol=1e-6, atol=1e-8)
+        assert np.isclose(out[par]["Laplace"][1], 1 / np.sqrt(curv), rtol=1e-4)
+        grid = np.linspace(mode - 30 / np.sqrt(curv), mode + 30 / np.sqrt(curv), 200001)
+        if par == "rate": grid = grid[grid > 0]
+        w = np.exp(f(grid) - f(mode)); w /= integrate.trapezoid(w, grid)
+        m = integrate.trapezoid(grid * w, grid); sd = np.sqrt(integrate.trapezoid((grid - m) ** 2 * w, grid))
+        assert np.isclose(out[par]["moments"][0], m, rtol=1e-6, atol=1e-8) and np.isclose(out[par]["moments"][1], sd, rtol=1e-5)
+    mle = max(S, 0.5) / n
+    assert np.allclose(out["rate"]["BvM"], (mle, np.sqrt(mle / n)))             # I(rate) = 1 / rate
+    assert np.allclose(out["log rate"]["BvM"], (np.log(mle), 1 / np.sqrt(n * mle)))   # I(log rate) = rate

@@ -204,6 +204,12 @@ def test_comparison_prior_is_reference_prior():
     assert np.array_equal(prob.mean0, np.zeros(31))
     assert np.allclose(np.linalg.inv(prob.cov0), np.diag(1 / s ** 2), rtol=1e-12, atol=0)
     assert prob.noise_var == ref.noise_std ** 2 == model["noise_std"] ** 2
+    # not circular: nuts_reference() recomputes prior_std from today's toy_model, so also compare with what the stored
+    # run recorded when it sampled (review 7b-2 item 6)
+    run = ref.result.provenance["settings"]
+    assert run["data"] == "toy_regression_data(20, 0)" and tuple(run["hidden"]) == (10,)
+    assert run["activation"] == prob.activation and run["noise_std"] ** 2 == prob.noise_var
+    assert np.array_equal(mlp_prior_std(prob.sizes, run["weight_scale"], run["bias_scale"]), np.sqrt(np.diag(prob.cov0)))
     # and the methods of the comparison use it: from the zero mean (no init) the EKF moves only the output bias,
     # and a prior draw has the prior's scale in every layer
     b = _fit("EKF", prob, np.arange(20), None, None)
