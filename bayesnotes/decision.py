@@ -1517,7 +1517,7 @@ def fig_conformal_coverage(n_cal=100,      # calibration-set size
                            rng=0):         # random generator or seed (SPEC 7)
     "Histogram of split-conformal test coverage over random splits of the diabetes data."
     cover = conformal_coverage_study(n_cal, alpha, n_splits, rng=rng)
-    k = math.ceil((n_cal + 1) * (1 - alpha) - 1e-12)
+    k = _conformal_rank(n_cal, alpha)
     fig, ax = new_figure(1, 1, width=6, height=3.6)
     ax.hist(cover, bins=25, color="0.8", density=True)
     grid = np.linspace(cover.min(), 1, 300)

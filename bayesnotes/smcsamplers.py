@@ -233,6 +233,11 @@ def _level_schedule(theta, lp, dist, dist_of, log_prior, eps_min, rng, alive, ma
     prior ratio times the indicator. Returns theta, W, dist, log of the product of the surviving fractions, the
     schedule, survivors per step, move acceptance and whether eps_min was reached."""
     N, scheme = len(theta), resampling_core(shared["resampling"])
+    if int(np.ceil(alive * N)) < theta.shape[1] + 1:
+        # fewer survivors than dim + 1: the random-walk covariance of their clones is degenerate, the moves shrink to the
+        # jitter and the levels creep (a reviewer's run: 200 levels, log_prob -1060 for a true -4.8)
+        raise ValueError(f"alive * N must keep at least dim + 1 = {theta.shape[1] + 1} particles per level, got "
+                         f"ceil({alive:g} * {N}) = {int(np.ceil(alive * N))}: raise alive or N")
     eps, alive_steps, acceptance, log_Z = [np.inf], [], [], 0.0
     for t in track(range(max_steps), shared["progress"], desc=desc):
         if t > 0:   # resample the survivors, then Metropolis moves that keep pi_{eps_{t-1}} invariant
@@ -398,11 +403,6 @@ def rare_event_smc(score:Callable,       # S: (N, d) -> (N,) score of each point
                              f"{s.shape}" + (f" with {int(np.isnan(s).sum())} NaN" if s.shape == (len(p),) else ""))
         return -s
     theta, lp = _prior_cloud(prior_sample, log_prior, rng, N)
-    if int(np.ceil(alive * N)) < theta.shape[1] + 1:
-        # fewer survivors than dim + 1: the random-walk covariance of their clones is degenerate, the moves shrink to the
-        # jitter and the levels creep (a reviewer's run: 200 levels, log_prob -1060 for a true -4.8)
-        raise ValueError(f"alive * N must keep at least dim + 1 = {theta.shape[1] + 1} particles per level, got "
-                         f"ceil({alive:g} * {N}) = {int(np.ceil(alive * N))}: raise alive or N")
     theta, W, d, log_p, eps, n_alive, acc, reached = _level_schedule(
         theta, lp, minus_score(theta), minus_score, log_prior, -threshold, rng, alive, max_steps, shared, "rare_event_smc")
     if not reached:

@@ -364,6 +364,7 @@ def fig_tempering_comparison(comp:TemperingComparison=None, # a finished `temper
 def ising_edges(shape:tuple, # grid shape (h, w)
                ) -> np.ndarray:
     "The neighbour pairs (i, j) of a free-boundary h x w grid, pixels numbered row by row: shape (E, 2), E = h(w-1) + (h-1)w."
+    if np.ndim(shape) != 1 or len(shape) != 2: raise ValueError(f"shape must be (h, w), got {shape!r}")
     h, w = (check_count("shape", s, 1) for s in shape)
     idx = np.arange(h * w).reshape(h, w)
     return np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),

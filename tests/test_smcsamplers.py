@@ -524,3 +524,10 @@ def test_rare_event_needs_dim_plus_one_survivors():
     score, _, lp, ps, _ = halfspace_rare_event(5)
     with pytest.raises(ValueError, match="alive"):
         rare_event_smc(score, 3.0, lp, ps, 200, rng=0, alive=0.002)
+
+
+def test_smc_abc_needs_dim_plus_one_survivors():
+    "The same check in the loop smc_abc shares with rare_event_smc."
+    s_obs, simulate, log_prior, prior_sample = gaussian_abc_example()
+    with pytest.raises(ValueError, match="alive"):          # d = 1: needs 2 survivors, ceil(0.001 * 100) = 1
+        smc_abc(simulate, s_obs, log_prior, prior_sample, 100, 0.1, rng=0, alive=0.001)

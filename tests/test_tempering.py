@@ -320,6 +320,7 @@ def test_swendsen_wang_checks_and_reproduces():
     with pytest.raises(ValueError, match="x0"): swendsen_wang((3, 3), 0.5, x0=np.ones(8))
     with pytest.raises(ValueError, match="n_draws"): swendsen_wang((3, 3), 0.5, n_draws=0)
     with pytest.raises(ValueError, match="shape"): swendsen_wang((0, 3), 0.5)
+    with pytest.raises(ValueError, match="shape"): swendsen_wang((3, 3, 3), 0.5)
 
 
 def test_ising_mixing_study_small(seed):
