@@ -472,17 +472,18 @@ def fig_rare_event(runs:RareEventRuns=None, # output of `rare_event_runs` (None:
     ratios = [np.exp(lp - r.log_exact) for lp in r.log_prob] + [r.mc_prob / np.exp(r.log_exact)]
     names = [f"SMC, {m} moves\n({c / 1e3:.0f}k evaluations)" for m, c in zip(r.n_mcmc, r.n_evals)]
     names.append(f"plain MC\n({r.n_evals[-1] / 1e3:.0f}k draws)")
-    floor = 1e-2
+    pos_min = min(float(x[x > 0].min()) for x in ratios if np.any(x > 0))
+    floor = 10 ** np.floor(np.log10(pos_min) - 0.5)       # exact zeros (plain MC) are drawn here, below every estimate
     for j, (x, col) in enumerate(zip(ratios, COLORS)):
         pos = j + np.random.default_rng(j).uniform(-0.18, 0.18, len(x))     # jitter for visibility only
-        a.plot(pos, np.maximum(x, floor), "o", ms=3.5, alpha=0.6, color=col)
+        a.plot(pos[x > 0], x[x > 0], "o", ms=3.5, alpha=0.6, color=col)
+        a.plot(pos[x == 0], np.full(np.sum(x == 0), floor), "x", ms=4, alpha=0.8, color=col)
         a.plot([j - 0.3, j + 0.3], [x.mean()] * 2, "k-", lw=2)
     a.axhline(1.0, color="k", ls="--", lw=1)
-    a.set_yscale("log"); a.set_ylim(floor * 0.7, None)
+    a.set_yscale("log"); a.set_ylim(floor * 0.6, None)
     a.set_xticks(range(len(names)), names, fontsize=8)
     a.set_ylabel(r"estimate / exact $P(S > c^*)$")
-    a.set_title(f"{len(r.mc_prob)} runs each, N = {r.N}; black bars: means; values below {floor:g} (zeros) drawn at {floor:g}", fontsize=9)
-    lam = np.concatenate([[r.levels[0] - 1], r.levels])
+    a.set_title(f"{len(r.mc_prob)} runs each, N = {r.N}; black bars: means; crosses at {floor:g}: zero estimates", fontsize=9)
     grid = np.linspace(min(0, r.levels[0]), r.levels[-1], 200)
     b.plot(grid, stats.norm.logsf(grid) / np.log(10), "k-", lw=1, label=r"exact $\log_{10}\Phi(-c)$")
     b.plot(r.levels, np.cumsum(np.log10(r.n_alive / r.N)), "o", color=COLORS[2], ms=4,
