@@ -14,7 +14,7 @@ import autograd.numpy as anp
 from autograd import elementwise_grad, jacobian
 from scipy.special import logsumexp
 
-from .utils import as_rng, check_count, check_finite, check_positive, check_shape, check_spd, spawn_rng
+from .utils import as_rng, categorical_draws, check_count, check_finite, check_positive, check_shape, check_spd, spawn_rng
 from .plotting import new_figure, COLORS
 from .smc import (FeynmanKac, GaussianSSM, KalmanResult, LinearGaussianSSM, NonlinearGaussianSSM,
                             StateSpaceModel, bootstrap_filter, bootstrap_model, smc)
@@ -461,7 +461,7 @@ class SwitchingLGSSM(StateSpaceModel):
 
     def _regimes(self, rng, probs):
         "One draw of the regime from each row of probs (N, K), by inversion."
-        return np.minimum((rng.random(len(probs))[:, None] > np.cumsum(probs, 1)).sum(1), self.K - 1)
+        return categorical_draws(probs, rng)
     def _pack(self, s, x):
         return np.column_stack([np.eye(self.K)[s], x])
     def sample_initial(self, rng, N):

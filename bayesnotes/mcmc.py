@@ -28,7 +28,7 @@ from scipy import special, stats
 import autograd.numpy as anp
 from autograd.scipy.special import logsumexp as _ag_logsumexp
 from .targets import Target, as_target, correlated_gaussian, funnel, logistic_regression
-from .utils import (as_rng, check_count, check_finite, check_positive, check_probability, check_shape,
+from .utils import (as_rng, categorical_draws, check_count, check_finite, check_positive, check_probability, check_shape,
                               check_spd, spawn_rng, track, cache_seeded)
 from .plotting import new_figure, COLORS
 from .datasets import load_iris_2d
@@ -1283,7 +1283,7 @@ def gibbs_mixture_1d(n_draws=1000,         # draws per chain
     for t in range(n_draws):
         logit = logw - 0.5 * ((x[:, None] - means) / sds) ** 2 - np.log(sds)   # log p(z = k | x) + const
         prob = np.exp(logit - special.logsumexp(logit, axis=1, keepdims=True))
-        z = (rng.uniform(size=n_chains)[:, None] > np.cumsum(prob, axis=1)).sum(axis=1)
+        z = categorical_draws(prob, rng)
         x = means[z] + sds[z] * rng.normal(size=n_chains)
         xs[:, t], zs[:, t] = x, z
     return xs, zs
@@ -1480,9 +1480,8 @@ def gibbs_gmm(X,                # data (n, 2)
             mu, sig = _sample_niw(rng, *_niw_post(prior, cnt, np.einsum("cnk,ni->cki", R, X),
                                                     np.einsum("cnk,nij->ckij", R, XX)))
             logp = (_gauss_logpdf_2d(X, mu, sig) + np.log(pi)[..., None]).transpose(0, 2, 1)   # (chain, n, K)
-            u = rng.uniform(size=(n_chains, n, 1))
             prob = np.exp(logp - special.logsumexp(logp, axis=2, keepdims=True))
-            z = (u > np.cumsum(prob, axis=2)).sum(axis=2)
+            z = categorical_draws(prob, rng)
         else:
             # sufficient statistics per chain and component, updated as each point moves
             R = onehot(z)
@@ -1496,7 +1495,7 @@ def gibbs_gmm(X,                # data (n, 2)
                 scale = Sn * ((kn + 1) / (kn * df))[..., None, None]
                 logp = np.log(cnt + a_k) + _student_logpdf_2d(X[i], mn, scale, df)   # (chain, K)
                 prob = np.exp(logp - special.logsumexp(logp, axis=1, keepdims=True))
-                k_new = (rng.uniform(size=(n_chains, 1)) > np.cumsum(prob, axis=1)).sum(axis=1)
+                k_new = categorical_draws(prob, rng)
                 z[:, i] = k_new
                 cnt[rows, k_new] += 1; sx[rows, k_new] += X[i]; sxx[rows, k_new] += XX[i]
         zs[:, s] = z

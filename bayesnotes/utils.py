@@ -29,8 +29,8 @@ import numpy as np
 __all__ = ['as_rng', 'spawn_rng', 'int_seed', 'cache_seeded', 'check_finite', 'check_positive', 'check_count', 'check_shape',
            'check_probability', 'check_spd', 'Raised', 'raises', 'warns', 'renamed', 'check_logpdf', 'check_particles',
            'prior_particles', 'batch_logpdf', 'check_sampler_args', 'check_layer_sizes', 'check_hidden', 'check_inputs',
-           'check_regression_data', 'labels_pm1', 'check_proposal', 'shares_parameters', 'docments_of',
-           'parameter_section', 'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
+           'check_regression_data', 'labels_pm1', 'check_proposal', 'categorical_draws', 'shares_parameters',
+           'docments_of', 'parameter_section', 'add_parameter_docs', 'install_parameter_docs', 'track', 'blas_threads']
 
 # %% ../nbs/00a_utils.ipynb #94041d7f
 def as_rng(rng=None, # None (fresh entropy from the OS), an int seed, a `SeedSequence` or a `Generator`
@@ -597,6 +597,17 @@ def check_proposal(proposal, # a scipy.stats frozen distribution, or an object w
     if not (callable(getattr(proposal, "rvs", None)) and callable(getattr(proposal, "logpdf", None))):
         raise ValueError("proposal must be a scipy.stats frozen distribution or an object with "
                          "rvs(size=..., random_state=...) and logpdf(x)")
+
+# %% ../nbs/00a_utils.ipynb #categorical-code
+def categorical_draws(probs,   # probabilities (..., C), each row summing to 1 (not checked: callers build them)
+                      rng=None, # random generator or seed (SPEC 7)
+                      size=(),  # leading shape of independent repeats: the result is size + probs.shape[:-1]
+                     ) -> np.ndarray:
+    "Independent categorical draws, one per row of `probs` (and per repeat in `size`), by inverting each row's CDF."
+    p = np.asarray(probs, dtype=float)
+    size = (size,) if np.ndim(size) == 0 else tuple(size)
+    u = as_rng(rng).random(size + p.shape[:-1])[..., None]
+    return np.minimum((u > np.cumsum(p, axis=-1)).sum(-1), p.shape[-1] - 1)
 
 # %% ../nbs/00a_utils.ipynb #0e901a80
 def shares_parameters(source,   # the function whose parameters (names, defaults, docments) are shared

@@ -12,7 +12,7 @@ import autograd.numpy as anp
 from autograd.extend import primitive, defvjp
 from autograd.tracer import getval
 
-from .utils import as_rng, blas_threads, cache_seeded, check_count, check_finite, check_positive
+from .utils import as_rng, blas_threads, categorical_draws, cache_seeded, check_count, check_finite, check_positive
 from .plotting import COLORS, new_figure
 from .bnn import mlp_apply
 from .vae import VAE, digits_data, show_images, log_bernoulli
@@ -175,8 +175,7 @@ class VQVAE(VAE):
         if prior == "empirical" and self.code_probs is None:
             raise ValueError("prior='empirical' needs the code frequencies `code_probs` that fit(X) stores")
         P = self.code_probs if prior == "empirical" else np.full((self.n_latents, self.n_codes), 1 / self.n_codes)
-        u = rng.random((n_draws, self.n_latents, 1))
-        codes = np.minimum(np.sum(u >= np.cumsum(P, axis=1), axis=-1), self.n_codes - 1)   # inverse CDF per position
+        codes = categorical_draws(P, rng, size=n_draws)          # (n_draws, n_latents): inverse CDF per position
         p = self.decode(codes)
         return (rng.random(p.shape) < p).astype(float) if binary else p
 

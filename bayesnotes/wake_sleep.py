@@ -14,7 +14,7 @@ import autograd.numpy as anp
 from autograd import grad as _ad_grad, jacobian as _ad_jacobian
 from autograd.scipy.special import logsumexp as _alse
 
-from .utils import as_rng, cache_seeded, check_count, check_finite, check_positive
+from .utils import as_rng, cache_seeded, categorical_draws, check_count, check_finite, check_positive
 from .core import Adam, log_mean_exp
 from .plotting import COLORS, new_figure
 from .ais import ais, mixture_evidence_problem
@@ -119,11 +119,6 @@ def sample_model(theta,             # model parameters (2C,): C logits of the mi
     z = rng.choice(logpi.size, size=n, p=np.exp(logpi))
     return z, mu[z] + float(check_positive("sigma", sigma)) * rng.standard_normal(n)
 
-def _draw(probs, K, rng):
-    "K independent categorical draws for each row of probs (n, C), shape (K, n), by inversion."
-    cdf = np.cumsum(probs, axis=1)
-    return np.minimum((rng.random((K, probs.shape[0], 1)) > cdf).sum(-1), probs.shape[1] - 1)
-
 # %% ../nbs/08f_wake_sleep.ipynb #ws014
 class RWSGradients(NamedTuple):
     "One reweighted wake-sleep step's estimates, averaged over the observations."
@@ -143,7 +138,7 @@ def rws_gradients(theta,            # model parameters (2C,)
     theta, phi, x, sigma = _check_args(theta, phi, x, sigma)
     K, rng, n = check_count("K", K), as_rng(rng), x.size
     lj, lq = _log_joint(theta, x, sigma), _log_encoder(phi, x)
-    z, idx = _draw(np.exp(lq), K, rng), np.arange(n)
+    z, idx = categorical_draws(np.exp(lq), rng, size=K), np.arange(n)
     lw = lj[idx, z] - lq[idx, z]                              # (K, n) log importance weights
     lse = special.logsumexp(lw, axis=0)
     wbar = np.exp(lw - lse)                                   # self-normalised weights: constants for the gradients
@@ -552,7 +547,7 @@ def sample_log_weights(theta,             # model parameters (2C,): C logits of 
     "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x) independent, shape (K, n)."
     theta, phi, x, sigma = _check_args(theta, phi, x, sigma)
     lj, lq = _log_joint(theta, x, sigma), _log_encoder(phi, x)
-    z = _draw(np.exp(lq), check_count("K", K), as_rng(rng))
+    z = categorical_draws(np.exp(lq), as_rng(rng), size=check_count("K", K))
     idx = np.arange(x.size)
     return lj[idx, z] - lq[idx, z]
 
