@@ -1227,7 +1227,7 @@ def ood_auroc(confidence_in,   # (n_in,) confidence on in-distribution inputs
 def fig_ood(rng=0):  # random generator or seed of the split and the Monte Carlo draws
     "Digits 0-4 with digits 5-9 mixed in: accuracy against coverage, and confidence on the unseen digits, MAP vs Laplace."
     d = ood_digits(rng=rng)
-    fig, axes = new_figure(1, 2, width=12, height=4.0)
+    fig, axes = new_figure(1, 2, width=10, height=4.2)
     for k, (name, p_in, p_out) in enumerate((("MAP (plug-in)", d.map_in, d.map_out), ("Laplace", d.laplace_in, d.laplace_out))):
         hit = p_in.argmax(1) == d.labels_in
         cov_in, acc_in = accuracy_coverage(p_in.max(1), hit)
@@ -1240,10 +1240,10 @@ def fig_ood(rng=0):  # random generator or seed of the split and the Monte Carlo
     axes[0].axvline(n_in / (n_in + n_out), color="0.6", lw=1, ls="--")
     axes[0].set(xlabel="coverage (fraction of inputs answered)", ylabel="accuracy of the answered inputs",
                 ylim=(0.45, 1.01), title="accuracy against coverage")
-    axes[0].legend(frameon=False, fontsize=7, loc="lower left")
+    axes[0].legend(frameon=False, fontsize=9, loc="lower left")
     axes[1].set(xlabel="top-class probability on digits 5-9", ylabel="images",
                 title="confidence on inputs from unseen classes")
-    axes[1].legend(frameon=False, fontsize=8)
+    axes[1].legend(frameon=False, fontsize=9)
     return fig
 
 # %% ../nbs/06_decision.ipynb #687e2b66
@@ -1473,14 +1473,17 @@ def fig_conformal_regression(alpha=0.1,  # target miscoverage
                              rng=0):      # random generator or seed (SPEC 7)
     "Bands of a misspecified Bayesian regression and of split-conformal corrections, with coverages."
     demo = conformal_regression_demo(alpha=alpha, rng=rng)
-    fig, axes = new_figure(1, len(demo.bands), width=3.2 * len(demo.bands), height=3.6, sharey=True)
+    ncol = min(3, len(demo.bands)); nrow = -(-len(demo.bands) // ncol)     # rows of three panels: text stays legible
+    fig, axes = new_figure(nrow, ncol, width=3.4 * ncol, height=3.1 * nrow, sharex=True, sharey=True, squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(demo.bands):]: ax.remove()
     for ax, c, (name, (lo, hi)) in zip(axes, COLORS, demo.bands.items()):
         ax.plot(*demo.calib, ".", color="0.6", ms=3)
         ax.fill_between(demo.grid, lo, hi, color=c, alpha=0.3)
         cv = demo.coverage[name]
-        ax.set_title(f"{name}\ncoverage {cv[0]:.3f} (left {cv[1]:.2f}, right {cv[2]:.2f})", fontsize=9)
-        ax.set_xlabel("x")
-    axes[0].set_ylabel("y")
+        ax.set_title(f"{name}\ncoverage {cv[0]:.3f} (left {cv[1]:.2f}, right {cv[2]:.2f})", fontsize=10)
+    for ax in axes[len(demo.bands) - ncol:len(demo.bands)]: ax.set_xlabel("x"); ax.tick_params(labelbottom=True)
+    for ax in axes[:len(demo.bands):ncol]: ax.set_ylabel("y")
     return fig
 
 # %% ../nbs/06_decision.ipynb #1645205e
