@@ -476,9 +476,15 @@ def fig_training(rng=0, # random generator or seed of `training_comparison`
     return fig
 
 # %% ../nbs/08f_wake_sleep.ipynb #ws035
-def _check_betas(betas):
+def _check_beta_values(betas):
+    "Inverse temperatures as a float vector, every value in [0, 1] (the path from q at 0 to the posterior at 1)."
     b = check_finite("betas", betas)
-    if b.ndim != 1 or b.size < 2 or b[0] != 0. or b[-1] != 1. or np.any(np.diff(b) <= 0):
+    if b.ndim != 1 or np.any((b < 0) | (b > 1)): raise ValueError(f"betas must be a vector of values in [0, 1], got {betas!r}")
+    return b
+
+def _check_betas(betas):
+    b = _check_beta_values(betas)
+    if b.size < 2 or b[0] != 0. or b[-1] != 1. or np.any(np.diff(b) <= 0):
         raise ValueError(f"betas must be a strictly increasing partition of [0, 1] from 0 to 1, got {betas!r}")
     return b
 
@@ -490,8 +496,7 @@ def tvo_integrand(theta,             # model parameters (2C,): C logits of the m
                  ) -> np.ndarray:
     "E_{pi_beta}[log w] averaged over x, exactly (sum over z), with pi_beta(z) proportional to q(z|x)^(1-beta) p(x, z)^beta; shape (B,)."
     theta, phi, x, sigma = _check_args(theta, phi, x, sigma)
-    b = check_finite("betas", betas)
-    if b.ndim != 1 or np.any((b < 0) | (b > 1)): raise ValueError(f"betas must be a vector of values in [0, 1], got {betas!r}")
+    b = _check_beta_values(betas)
     lq = _log_encoder(phi, x); lw = _log_joint(theta, x, sigma) - lq
     a = lq[None] + b[:, None, None] * lw[None]                       # (B, n, C)
     pi = np.exp(a - special.logsumexp(a, axis=2, keepdims=True))
@@ -505,7 +510,7 @@ def log_partition(theta,             # model parameters (2C,): C logits of the m
                  ) -> np.ndarray:
     "log Z_beta = log sum_z q(z|x)^(1-beta) p(x, z)^beta averaged over x, shape (B,): 0 at beta = 0, the mean log p(x) at beta = 1."
     theta, phi, x, sigma = _check_args(theta, phi, x, sigma)
-    b = check_finite("betas", betas)
+    b = _check_beta_values(betas)
     lq = _log_encoder(phi, x); lw = _log_joint(theta, x, sigma) - lq
     return np.mean(special.logsumexp(lq[None] + b[:, None, None] * lw[None], axis=2), axis=1)
 
@@ -528,12 +533,12 @@ def tvo_bounds(theta,             # model parameters (2C,): C logits of the mixi
     return TVOBounds(float(d @ f[:-1]), float(d @ f[1:]), float(np.mean(log_marginal(theta, x, sigma))))
 
 def tvo_integrand_snis(log_w, # log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q, shape (K, n)
-                       betas, # inverse temperatures, shape (B,)
+                       betas, # inverse temperatures in [0, 1], shape (B,)
                       ) -> np.ndarray:
     "Self-normalised estimate sum_k w_k^beta log w_k / sum_k w_k^beta of E_{pi_beta}[log w], averaged over the n observations; shape (B,)."
     lw = check_finite("log_w", log_w)
     if lw.ndim != 2: raise ValueError(f"log_w must have shape (K, n), got {lw.shape}")
-    b = check_finite("betas", betas)
+    b = _check_beta_values(betas)
     a = b[:, None, None] * lw[None]
     return np.mean(np.sum(np.exp(a - special.logsumexp(a, axis=1, keepdims=True)) * lw[None], axis=1), axis=1)
 
@@ -561,7 +566,7 @@ def expected_tvo_integrand_snis(theta,             # model parameters (2C,): C l
     "Exact expectation of `tvo_integrand_snis` with K draws from q (sum over the counts of the draws), shape (B,)."
     theta, phi, x, sigma = _check_args(theta, phi, x, sigma)
     lq = _log_encoder(phi, x); lw = _log_joint(theta, x, sigma) - lq
-    return np.array([np.mean(np.sum(expected_snis_weights(lq, b * lw, K) * lw, axis=1)) for b in check_finite("betas", betas)])
+    return np.array([np.mean(np.sum(expected_snis_weights(lq, b * lw, K) * lw, axis=1)) for b in _check_beta_values(betas)])
 
 TVO_POINTS = (1, 2, 3, 5, 10, 20, 50)
 

@@ -292,3 +292,83 @@ def test_bad_inputs_name_the_argument(ex):
     for f, name in cases:
         with pytest.raises(ValueError, match=name):
             f()
+
+
+def _mixed_partials_fd(F, theta, phi, h=1e-4):
+    "d^2 F / d theta_i d phi_j (2C, phi.size) by central differences of F itself (no autograd): error O(h^2)."
+    out = np.zeros((theta.size, phi.size))
+    for i in range(theta.size):
+        for j in range(phi.size):
+            ei = np.zeros_like(theta); ei[i] = h
+            ej = np.zeros(phi.size); ej[j] = h; ej = ej.reshape(phi.shape)
+            out[i, j] = (F(theta + ei, phi + ej) - F(theta + ei, phi - ej) - F(theta - ei, phi + ej)
+                         + F(theta - ei, phi - ej)) / (4 * h * h)
+    return out
+
+
+def test_field_jacobians_against_mixed_finite_differences(seed):
+    """Review 08f item 4: both mixed Jacobians, wake (d grad_theta ELBO / d phi) and sleep (d grad_phi sleep objective /
+    d theta, transposed), against central differences of the two objectives themselves. Deterministic: the O(h^2)
+    truncation (h = 1e-4) and the rounding (~1e-16 / h^2 = 1e-8 relative) stay below the 1e-5 tolerance."""
+    from bayesnotes.wake_sleep import elbo_mixture
+    rng = np.random.default_rng(seed(21))
+    theta, phi, x = _random_setting(rng, n=15)
+    A, B = wake_sleep_field_jacobians(theta, phi, x)
+    fd_wake = _mixed_partials_fd(lambda t, p: elbo_mixture(t, p, x), theta, phi)
+    fd_sleep = _mixed_partials_fd(lambda t, p: sleep_objective(t, p), theta, phi)
+    assert A.shape == fd_wake.shape and B.shape == fd_sleep.shape
+    assert np.allclose(A, fd_wake, rtol=1e-5, atol=1e-5 * np.abs(fd_wake).max())
+    assert np.allclose(B, fd_sleep, rtol=1e-5, atol=1e-5 * np.abs(fd_sleep).max())
+
+
+def test_rws_gradients_evidence_and_ess_fields(seed):
+    """Review 08f item 4: `log_evidence` is the mean over observations of log (1/K) sum_k w_k and `ess` is
+    1 / sum_k wbar_k^2 per observation, recomputed from the same draws (`sample_log_weights` with the same seed draws
+    the same z) with core's log_mean_exp and ess; exact up to rounding. Plus the bounds 1 <= ess <= K."""
+    from bayesnotes.core import ess, log_mean_exp
+    rng = np.random.default_rng(seed(22))
+    theta, phi, x = _random_setting(rng, n=12)
+    K, s = 7, seed(23)
+    g = rws_gradients(theta, phi, x, K=K, rng=s)
+    lw = sample_log_weights(theta, phi, x, K, rng=s)                      # (K, n), the same draws
+    assert np.isclose(g.log_evidence, np.mean([log_mean_exp(lw[:, i])[0] for i in range(x.size)]), rtol=0, atol=1e-12)
+    assert np.allclose(g.ess, [ess(lw[:, i]) for i in range(x.size)], rtol=1e-12)
+    assert g.ess.shape == (x.size,) and np.all(g.ess >= 1 - 1e-12) and np.all(g.ess <= K + 1e-12)
+
+
+@pytest.mark.parametrize("method", ["exact", "rws", "wake-sleep"])
+def test_wake_sleep_fit_branches_take_their_own_updates(method, seed):
+    """Review 08f item 4: two steps of `wake_sleep_fit` equal two Adam steps taken by hand with the gradients the
+    method names (exact gradients; RWS wake-theta and wake-phi; RWS wake-theta and the sleep gradient), drawing from
+    one generator in the same order. Deterministic given the seed: a branch that used another update would differ."""
+    from bayesnotes.core import Adam
+    rng = np.random.default_rng(seed(24))
+    theta0, phi0, x = _random_setting(rng, n=20)
+    K, n_dreams, lr, s = 4, 30, 0.05, seed(25)
+    fit = wake_sleep_fit(x, method, K=K, n_steps=2, lr=lr, n_dreams=n_dreams, theta0=theta0, phi0=phi0, rng=s)
+    g_rng, theta, phi = np.random.default_rng(s), theta0.copy(), phi0.copy()
+    opt_t, opt_p = Adam(lr=lr), Adam(lr=lr)
+    for _ in range(2):
+        if method == "exact":
+            g_t, g_p = exact_gradients(theta, phi, x)
+        else:
+            g = rws_gradients(theta, phi, x, K, g_rng)
+            g_t = g.theta
+            g_p = g.phi if method == "rws" else sleep_gradient(theta, phi, n_dreams, g_rng)
+        theta = opt_t.step(theta, g_t)
+        phi = opt_p.step(phi.ravel(), np.ravel(g_p)).reshape(phi.shape)
+    assert np.allclose(fit.theta, theta, rtol=0, atol=1e-13) and np.allclose(fit.phi, phi, rtol=0, atol=1e-13)
+    others = [m for m in ("exact", "rws", "wake-sleep") if m != method]
+    for m in others:                                                   # the branches really differ on this problem
+        other = wake_sleep_fit(x, m, K=K, n_steps=2, lr=lr, n_dreams=n_dreams, theta0=theta0, phi0=phi0, rng=s)
+        assert not (np.allclose(other.theta, fit.theta, atol=1e-9) and np.allclose(other.phi, fit.phi, atol=1e-9))
+
+
+def test_inverse_temperatures_outside_0_1_are_refused(ex):
+    "Review 08f item 6: every TVO function refuses beta outside [0, 1], naming `betas`."
+    for f in (lambda: tvo_integrand(TRUE_THETA, ex.phi, ex.x, [0.5, 1.5]),
+              lambda: log_partition(TRUE_THETA, ex.phi, ex.x, [-0.1]),
+              lambda: tvo_integrand_snis(np.zeros((3, 2)), [2.0]),
+              lambda: expected_tvo_integrand_snis(TRUE_THETA, ex.phi, ex.x, [1.2], K=3)):
+        with pytest.raises(ValueError, match="betas"):
+            f()
