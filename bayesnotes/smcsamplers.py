@@ -367,14 +367,14 @@ class RareEventResult(NamedTuple):
     weights: np.ndarray     # (N,) normalised weights (zero for particles at or below the last level)
     scores: np.ndarray      # (N,) score S of each particle
     log_prob: float         # estimate of log P(S(theta) > threshold) under pi_0
-    levels: np.ndarray      # the increasing levels lambda_1 < ... < lambda_T (= threshold when `reached`)
+    levels: np.ndarray      # the increasing levels c_1 < ... < c_T of the text (c_T = threshold when `reached`)
     n_alive: np.ndarray     # particles above each level after its reweighting
     acceptance: np.ndarray  # Metropolis acceptance of each move (n_mcmc steps)
     reached: bool           # False if max_steps ran out first: log_prob then estimates P(S > levels[-1])
 
 @shares_parameters(tempered_smc, ("resampling", "scale", "progress"))
 def rare_event_smc(score:Callable,       # S: (N, d) -> (N,) score of each point (+inf allowed, NaN not); the event is S(theta) > threshold
-                   threshold:float,       # level lambda* of the rare event
+                   threshold:float,       # level c* of the rare event S(theta) > c*
                    log_prior:Callable,    # log density of pi_0: a `Target` (one point (d,)) or vectorised (N, d) -> (N,)
                    prior_sample:Callable, # (rng, N) -> (N, d) draws from pi_0
                    N:int,                 # number of particles

@@ -19,9 +19,9 @@ from .plotting import new_figure, COLORS
 from .smc import LOG_2PI, LinearGaussianSSM, inverse_cdf   # the SMC chapter's model, Kalman filter and resampling
 
 # %% auto #0
-__all__ = ['vsmc_example', 'Proposal', 'bootstrap_proposal', 'optimal_proposal', 'VSMCNoise', 'draw_noise', 'vsmc_log_evidence',
-           'vsmc_value_and_grad', 'VSMCFit', 'train_vsmc', 'BoundCurve', 'bound_curve', 'fig_vsmc_bounds',
-           'fig_vsmc_training', 'fig_vsmc_parameters']
+__all__ = ['STILL_IMPROVING_NATS', 'CHECK_RUNS', 'vsmc_example', 'Proposal', 'bootstrap_proposal', 'optimal_proposal',
+           'VSMCNoise', 'draw_noise', 'vsmc_log_evidence', 'vsmc_value_and_grad', 'VSMCFit', 'train_vsmc', 'BoundCurve',
+           'bound_curve', 'fig_vsmc_bounds', 'fig_vsmc_training', 'fig_vsmc_parameters']
 
 # %% ../nbs/05e_variational_smc.ipynb #c3291b2e
 def vsmc_example(T:int=25,      # number of observations (the text writes them y_0, ..., y_T, so its T is one less)
@@ -179,6 +179,27 @@ class VSMCFit(NamedTuple):
     ssm: object          # the model trained on
     y: np.ndarray        # (T,) the observations trained on
 
+STILL_IMPROVING_NATS = 0.1   # train_vsmc warns when the bound is still rising by more than this per tenth of the run
+CHECK_RUNS = 64              # paired SMC runs (common random numbers) of that check
+
+def _warn_if_still_improving(path, ssm, y, N, k):
+    """Warn (ConvergenceWarning) when the bound E[log Z_hat] at the mean proposal of the last k iterates exceeds the one
+    at the mean of the k before by more than STILL_IMPROVING_NATS with confidence 3 sd (a paired comparison on
+    CHECK_RUNS runs with common random numbers: fixed numbers, so the check draws nothing from the caller's rng)."""
+    if len(path) < 2 * k + 1 or k < 2:
+        return
+    noise = draw_noise(len(y), N, CHECK_RUNS, np.random.default_rng(20_240_229))
+    try:
+        d = (vsmc_log_evidence(Proposal(*path[-k:].mean(0)), ssm, y, noise=noise)
+             - vsmc_log_evidence(Proposal(*path[-2 * k:-k].mean(0)), ssm, y, noise=noise))
+    except ValueError:                                   # a non-finite run: the divergence check speaks for it
+        return
+    gain, se = float(d.mean()), float(d.std(ddof=1) / np.sqrt(CHECK_RUNS))
+    if gain - 3 * se > STILL_IMPROVING_NATS:
+        warnings.warn(f"train_vsmc may not have converged: the bound at the mean proposal of the last {k} iterations "
+                      f"exceeds that of the {k} before by {gain:.2f} +- {se:.2f} nats (paired runs); raise n_iter",
+                      ConvergenceWarning, stacklevel=3)
+
 def train_vsmc(ssm,               # a 1-d `LinearGaussianSSM`
                y,                 # observations (T,)
                N:int=8,           # particles of each SMC run
@@ -217,6 +238,7 @@ def train_vsmc(ssm,               # a 1-d `LinearGaussianSSM`
                       f"(mean of the last {k} iterations): lower lr (= {lr})",
                       ConvergenceWarning, stacklevel=2)
     path = np.array(path)
+    _warn_if_still_improving(path, ssm, y, N, k)
     return VSMCFit(Proposal(*phi), trace, path, Proposal(*path[-n_average:].mean(0)), N, ssm, y)
 
 # %% ../nbs/05e_variational_smc.ipynb #7bcb738e
