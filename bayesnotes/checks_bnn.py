@@ -616,3 +616,145 @@ def _check_bnn_12(answer, rng):
 
 # %% ../nbs/solutions/07_bnn.ipynb #f42fa09e
 exercise("bnn.13", "Why R-hat is computed on predictions, not on weights", "explain", stars=2, minutes=10)(None)
+
+# %% ../nbs/solutions/07_bnn.ipynb #3c2cd655
+from .bnn import toy_regression_data, mlp_init, mlp_prior_std
+
+
+def _belief_pair(got, P, case):
+    "The answer (new mean (P,), new covariance (P, P)) as two float arrays, or `Fail` saying what is wrong with it."
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise Fail(f"{case}: return the pair (new_mean, new_cov).", got=_fmt(got) if got is not None else "None",
+                   hint=None if got is not None else "a function without a `return` statement returns None")
+    return (as_array(got[0], (P,), case, "your new mean"), as_array(got[1], (P, P), case, "your new covariance"))
+
+
+def _kalman_update(m, S, f_m, J, y, R):
+    "One exact Kalman update of N(m, S) by y = f(m) + J (theta - m) + N(0, R), J a row (P,), written anew."
+    s = J @ S @ J + R                       # innovation variance
+    k = S @ J / s                           # gain (P,)
+    return m + k * (y - f_m), S - s * np.outer(k, k)
+
+
+@exercise("bnn.14", "One EKF update of a Gaussian belief over the weights", "implement", stars=2, minutes=20,
+          solution="ekf_update")
+def _check_bnn_14(answer, rng):
+    """ekf_update(mean, cov, f_mean, jac, y, noise_var) -> (new_mean, new_cov) for one observation linearised at the
+    mean: 4 random cases against the Kalman update written anew (to 1e-8), then a model linear in its weights streamed
+    point by point in two orders through the answer, against the batch posterior of Bayesian linear regression in
+    precision form (to 1e-7). Deterministic: a correct answer never fails."""
+    n = 4
+    for i in range(n):
+        P = int(rng.integers(2, 6))
+        A = rng.standard_normal((P, P))
+        S = A @ A.T / P + 0.2 * np.eye(P) * np.exp(rng.normal())
+        m, J = rng.standard_normal(P), rng.normal(0, 1.5, P)
+        f_m, R = float(rng.normal()), float(np.exp(rng.normal(-1, 0.7)))
+        y = f_m + float(rng.normal(0, 2))
+        case = (f"case {i + 1} of {n}: ekf_update(mean, cov, f_mean={f_m:.4g}, jac, y={y:.4g}, noise_var={R:.4g}) with "
+                f"mean = {_fmt(m)}, jac = {_fmt(J)}, cov of shape {S.shape}")
+        got = _belief_pair(call(answer, m.copy(), S.copy(), f_m, J.copy(), y, R, case=case), P, case)
+        exact = _kalman_update(m, S, f_m, J, y, R)
+        flat = np.r_[got[0], got[1].ravel()]
+        Lam = np.linalg.inv(S)
+        cands = [(np.r_[exact[0], S.ravel()], "your mean is right but the covariance is the one you were given: "
+                                              "observing y also shrinks the covariance"),
+                 (np.r_[_kalman_update(m, Lam, f_m, J, y, R)[0], _kalman_update(m, Lam, f_m, J, y, R)[1].ravel()],
+                  "`cov` is a covariance: use it as it is, not its inverse (the precision)"),
+                 (np.r_[exact[0], (S - (J @ S @ J + R) * (S @ J / (J @ S @ J + R)) @ (S @ J / (J @ S @ J + R))).ravel()],
+                  "k @ k.T of a one-dimensional k is a number (the inner product; .T does nothing to a 1-D array): "
+                  "the covariance update needs the outer product np.outer(k, k)"),
+                 (np.r_[_kalman_update(m, S, y, J, f_m, R)[0], exact[1].ravel()],
+                  "the innovation is y - f_mean, the observation minus its prediction"),
+                 (np.r_[exact[0], (S - np.outer(S @ J, S @ J) / (J @ S @ J + R) ** 2).ravel()],
+                  "with gain k = cov jac / s, the covariance loses s k k^T, not k k^T"),
+                 (np.r_[m + S @ J * (y - f_m) / R, (S - np.outer(S @ J, S @ J) / R).ravel()],
+                  "the innovation variance s = jac cov jac^T + noise_var includes the spread of f under the belief, "
+                  "not the noise alone")]
+        hint = match_hint(flat, cands, rtol=1e-8, atol=1e-10) or (
+            "with s = jac cov jac^T + noise_var and k = cov jac^T / s: new mean = mean + k (y - f_mean), new cov = "
+            "cov - s k k^T")
+        expect_close(got[0], exact[0], case, rtol=1e-8, atol=1e-10, hint=hint, what="your new mean")
+        expect_close(got[1], exact[1], case, rtol=1e-8, atol=1e-10, hint=hint, what="your new covariance")
+    # a model linear in its weights, f(x; theta) = x^T theta: the update is exact, so any order gives the batch posterior
+    P, N = 3, 12
+    X, m0 = rng.standard_normal((N, P)), rng.standard_normal(P)
+    s0, R = np.exp(rng.normal(0, 0.4, P)), float(rng.uniform(0.05, 0.5))
+    y = X @ (m0 + s0 * rng.standard_normal(P)) + np.sqrt(R) * rng.standard_normal(N)
+    Lam = np.diag(1 / s0 ** 2) + X.T @ X / R                   # the batch posterior in precision form
+    post_cov = np.linalg.inv(Lam)
+    post_mean = post_cov @ (m0 / s0 ** 2 + X.T @ y / R)
+    for j, (name, order) in enumerate((("in the data order", np.arange(N)), ("in a shuffled order", rng.permutation(N)))):
+        case = (f"case {n + 1 + j} of {n + 2}: the {N} points of a model linear in its {P} "
+                f"weights, f(x; theta) = x^T theta, streamed {name} through ekf_update from the prior N(m0, diag(s0^2)), "
+                f"m0 = {_fmt(m0)}, s0 = {_fmt(s0)}, noise_var = {R:.4g}")
+        m, S = m0.copy(), np.diag(s0 ** 2)
+        for t in order:
+            m, S = _belief_pair(call(answer, m.copy(), S.copy(), float(X[t] @ m), X[t].copy(), float(y[t]), R,
+                                     case=case), P, case)
+        expect_close(m, post_mean, case, rtol=1e-7, atol=1e-9, what="your final mean")
+        expect_close(S, post_cov, case, rtol=1e-7, atol=1e-9, what="your final covariance")
+    return n + 2
+
+
+# %% ../nbs/solutions/07_bnn.ipynb #fdefbe6a
+def _ekf_tanh_gap(X, y, m0, S0, R):
+    """Largest |difference| between the EKF means of a (1, H, 1) tanh network after the points in their order and in
+    the reversed order; the network's Jacobian in closed form and the Kalman update written anew (not `ekf_weights`)."""
+    H = (m0.size - 1) // 3
+    def run(order):
+        m, S = m0.copy(), S0.copy()
+        for t in order:
+            x = X[t, 0]
+            w1, b1, w2, b2 = m[:H], m[H:2 * H], m[2 * H:3 * H], m[-1]
+            h = np.tanh(x * w1 + b1)
+            J = np.r_[w2 * (1 - h ** 2) * x, w2 * (1 - h ** 2), h, 1.]
+            m, S = _kalman_update(m, S, float(h @ w2 + b2), J, y[t], R)
+            S = (S + S.T) / 2
+        return m
+    return float(np.abs(run(range(len(y))) - run(range(len(y) - 1, -1, -1))).max())
+
+
+def _order_problem():
+    "The data and prior of bnn.15: 20 toy points (data seed 5), the 1-10-1 tanh network, its prior with a drawn mean (seed 1)."
+    X, y = toy_regression_data(20, rng=5)
+    sizes = (1, 10, 1)
+    return X, y, mlp_init(sizes, rng=1), np.diag(mlp_prior_std(sizes) ** 2)
+
+
+@exercise("bnn.15", "The order of the data: a network against a model linear in its weights", "experiment", stars=2,
+          minutes=20, solution="answer_bnn_15")
+def _check_bnn_15(answer, rng):
+    """Three numbers: the largest |difference| between the EKF posterior means after the data order and after the
+    reversed order, for the tanh network at noise variances 0.09 and 1, and for the model linear in its 11 last-layer
+    weights. The network's two are deterministic, recomputed with an EKF written anew here (closed-form Jacobian) and
+    accepted within 1% (rounding differs between machines by far less); the linear model's is rounding error, accepted
+    below 1e-8 (it was 4e-16)."""
+    got = as_array(_value(answer), (3,), "your answer", "your triple (network, R = 0.09; network, R = 1; linear model)")
+    X, y, m0, S0 = _order_problem()
+    exact = np.array([_ekf_tanh_gap(X, y, m0, S0, R) for R in (0.09, 1.0)])
+    net_ok = np.all(np.abs(got[:2] / exact - 1) <= 0.01)
+    lin_ok = 0 <= got[2] < 1e-8
+    if net_ok and lin_ok:
+        return 1
+    if not net_ok and np.all(np.abs(got[:2]) < 1e-8):
+        hint = ("your two network numbers are zero: compare the run in the data order with one in the reversed order "
+                "(order=np.arange(20)[::-1]), and start from the prior mean that toy_prior drew, not from zero")
+    elif not net_ok and np.all(np.abs(got[1::-1] / exact - 1) <= 0.01):
+        hint = "the order is (noise variance 0.09, noise variance 1, linear model)"
+    elif not net_ok and abs(got[0] / _ekf_tanh_gap(X, y, m0, S0, 0.3) - 1) <= 0.01:
+        hint = "noise_var is a variance: the noise sd 0.3 gives noise_var = 0.09"
+    elif not net_ok:
+        hint = ("run ekf_weights with the network, the prior (mean and covariance of toy_prior(rng=1)) and the data of "
+                "the cell, once with order=None and once with the reversed order, and take the largest absolute "
+                "difference of the two means")
+    else:
+        hint = ("your linear-model number is not rounding error: stream the features Phi (the hidden units at the "
+                "prior mean and a column of ones) through linear_fn in both orders")
+    raise Fail(f"your triple {_fmt(got)} is not what this experiment gives.", hint=hint)
+
+
+# %% ../nbs/solutions/07_bnn.ipynb #94acaa2c
+exercise("bnn.16", "Why a linearised predictive can score tens of nats below the sampled Gaussian", "explain", stars=2,
+         minutes=10)(None)
+

@@ -169,6 +169,23 @@ def _blr(Phi, y, Phi_star, s, sigma, T, how):
     return Phi_star @ m, (var if how == "variance" else np.sqrt(var))
 
 
+def _ekf(mean, cov, f_mean, jac, y, R, how):
+    "One EKF update of N(mean, cov), right or with one typical mistake."
+    S = np.linalg.inv(cov) if how == "precision" else cov   # the precision used where the covariance belongs
+    s = R if how == "no_spread" else jac @ S @ jac + R       # "no_spread": innovation variance taken as the noise alone
+    k = S @ jac / s
+    r = (f_mean - y) if how == "sign" else (y - f_mean)
+    if how == "inner":               # k @ k.T of a 1-D k: the inner product, a number, subtracted from every entry
+        new = S - s * (k @ k.T)
+    elif how == "no_s":              # k k^T without the innovation variance
+        new = S - np.outer(k, k)
+    elif how == "stale":             # the covariance never updated
+        new = S
+    else:
+        new = S - s * np.outer(k, k)
+    return mean + k * r, new
+
+
 WRONG = {
     "bnn.1": [
         lambda th, X, y, H, a, b, s: _log_joint(th, X, y, H, a, b, s, consts=False),        # no 2 pi constants
@@ -252,6 +269,21 @@ WRONG = {
         (0.0667, 0.0191),            # swapped
         (0.0197, 0.0687),            # read off a coarse grid (3% off)
     ],
+    "bnn.14": [
+        lambda *a: _ekf(*a, how="stale"),            # the covariance not updated
+        lambda *a: _ekf(*a, how="precision"),        # the prior precision used instead of the covariance
+        lambda *a: _ekf(*a, how="inner"),            # a missing outer product: k @ k.T of a 1-D array
+        lambda *a: _ekf(*a, how="sign"),             # innovation f - y
+        lambda *a: _ekf(*a, how="no_s"),             # covariance loses k k^T, not s k k^T
+        lambda *a: _ekf(*a, how="no_spread"),        # innovation variance R, without J Sigma J^T
+    ],
+    "bnn.15": [
+        (0.0, 0.0, 0.0),             # the same order twice (or started at the zero prior mean)
+        (0.2559, 1.9619, 4e-16),     # the two network numbers swapped
+        (1.5198, 0.2559, 4e-16),     # noise sd 0.3 used as the variance
+        (1.9619, 0.2559, 0.05),      # the linear model run on other features, or in one order against another model
+        (1.99, 0.2559, 4e-16),       # read too roughly (1.4% off)
+    ],
 }
 
 test_solution_passes, test_wrong_answer_fails, test_every_checker_has_two_wrong_answers = chapter_tests("bnn", WRONG)
@@ -286,6 +318,16 @@ HINTS = [
     ("bnn.7", 4, "W1 is stored row by row"),
     ("bnn.7", 5, "Monte Carlo"),
     ("bnn.11", 5, "tempers the likelihood only"),
+    ("bnn.14", 0, "the covariance is the one you were given"),
+    ("bnn.14", 1, "not its inverse (the precision)"),
+    ("bnn.14", 2, "np.outer(k, k)"),
+    ("bnn.14", 3, "the observation minus its prediction"),
+    ("bnn.14", 4, "not k k^T"),
+    ("bnn.14", 5, "not the noise alone"),
+    ("bnn.15", 0, "your two network numbers are zero"),
+    ("bnn.15", 1, "the order is"),
+    ("bnn.15", 2, "noise_var is a variance"),
+    ("bnn.15", 3, "not rounding error"),
 ]
 
 
