@@ -256,3 +256,123 @@ def test_independence_acceptance_counts_ties():
     lq = stats.norm.logpdf
     lp = lambda x: lq(x) + np.log(np.where(np.asarray(x) > 0, 2.0, 1.0) / 1.5)
     assert abs(independence_acceptance(lp, lq) - 5 / 6) < 1e-3
+
+
+# --- Riemann-manifold HMC ------------------------------------------------------------------------------------------
+from bayesnotes.targets import funnel
+from bayesnotes.mcmc import leapfrog
+from bayesnotes.mhvariants import (funnel_fisher_metric, generalized_leapfrog, rmhmc, rmhmc_hamiltonian,
+                                   sample_rmhmc)
+
+
+def _funnel_start(rng, d):
+    "A point (d,) and a momentum (d,) from the funnel and from N(0, G(x)) with the Fisher metric."
+    v = 3.0 * rng.standard_normal()
+    x = np.r_[v, rng.standard_normal(d - 1) * np.exp(v / 2)]
+    p = np.sqrt(np.diag(funnel_fisher_metric(d)(x[None])[0])) * rng.standard_normal(d)
+    return x, p
+
+
+def test_generalized_leapfrog_reversible_and_volume_preserving(seed):
+    "Flip the momentum and integrate back: the start again to the fixed-point tolerance; det of the Jacobian = 1."
+    rng = np.random.default_rng(seed(20))
+    t, G = funnel(3), funnel_fisher_metric(3)
+    for _ in range(3):
+        x, p = _funnel_start(rng, 3)
+        x1, p1 = generalized_leapfrog(t, G, x, p, 0.3, n_steps=6)
+        x2, p2 = generalized_leapfrog(t, G, x1, -p1, 0.3, n_steps=6)
+        scale = 1 + np.abs(np.r_[x, p, x1, p1]).max()
+        assert np.abs(np.r_[x2 - x, p2 + p]).max() < 1e-9 * scale
+        assert np.abs(x1 - x).max() > 1e-2                     # it moved
+        # central differences of the map (x, p) -> (x', p'), step h_i = 1e-4 (1 + |z_i|), Richardson-extrapolated from h
+        # and h / 2 (error O(h^4)); the fixed-point tolerance 1e-14 adds at most ~1e-14 / h ~ 1e-10 to each entry
+        def F(z): return np.r_[generalized_leapfrog(t, G, z[:3], z[3:], 0.3, n_steps=2, fixed_point_tol=1e-14)]
+        z = np.r_[x, p]
+        def D(h): return np.column_stack([(F(z + h[i] * e) - F(z - h[i] * e)) / (2 * h[i]) for i, e in enumerate(np.eye(6))])
+        h = 1e-4 * (1 + np.abs(z))
+        J = (4 * D(h / 2) - D(h)) / 3
+        assert abs(np.linalg.det(J) - 1) < 1e-8, np.linalg.det(J)      # worst 1.5e-11 over 36 starts
+
+
+def test_constant_metric_is_the_leapfrog(seed):
+    "With G(x) = M constant (diagonal), the generalised leapfrog is the package's leapfrog with inverse mass 1/diag(M)."
+    rng = np.random.default_rng(seed(21))
+    t = funnel(4)
+    M = rng.uniform(0.5, 3.0, 4)
+    G = lambda X: np.diag(M) + 0.0 * X[..., :1, None]
+    x, p = _funnel_start(rng, 4)
+    xa, pa = generalized_leapfrog(t, G, x, p, 0.05, n_steps=9)
+    xb, pb = leapfrog(t, x, p, 0.05, 9, inv_mass=1 / M)
+    assert np.abs(np.r_[xa - xb, pa - pb]).max() < 1e-12 * (1 + np.abs(np.r_[xb, pb]).max())
+
+
+def test_energy_error_is_second_order(seed):
+    "Over a fixed path length the energy error falls by 4 when the step is halved (a symmetric second-order method)."
+    rng = np.random.default_rng(seed(22))
+    t, G = funnel(5), funnel_fisher_metric(5)
+    x, p = _funnel_start(rng, 5)
+    h0 = rmhmc_hamiltonian(t, G, x, p)
+    err = [abs(rmhmc_hamiltonian(t, G, *generalized_leapfrog(t, G, x, p, e, n_steps=round(0.6 / e))) - h0)
+           for e in (0.04, 0.02, 0.01)]
+    ratios = np.array(err[:-1]) / np.array(err[1:])
+    assert np.all((ratios > 3.0) & (ratios < 5.3)), (err, ratios)      # 4 + O(eps^2) corrections
+
+
+def test_rmhmc_funnel_v_marginal(seed):
+    """Invariance: 24 chains started at exact draws of a 2-d funnel; the per-chain fractions of v below its exact 10%,
+    50% and 90% quantiles and the per-chain mean of v have exactly known means (the chains are stationary), compared by a
+    Student-t bound across chains (no ESS estimate needed: the spread between chains includes the autocorrelation).
+    4 comparisons at a total false-alarm probability of 1e-4."""
+    rng = np.random.default_rng(seed(23))
+    C, d = 24, 2
+    v0 = 3.0 * rng.standard_normal(C)
+    x0 = np.column_stack([v0, rng.standard_normal(C) * np.exp(v0 / 2)])
+    r = sample_rmhmc(funnel(d), funnel_fisher_metric(d), x0, n_warmup=0, n_draws=150, step_size=0.4, n_steps=6,
+                     adapt=False, rng=seed(24))
+    v = r.draws[..., 0]
+    q = stats.norm(0, 3).ppf([0.1, 0.5, 0.9])
+    stat = np.column_stack([(v[..., None] < q).mean(axis=1), v.mean(axis=1)])          # (chain, 4)
+    exact = np.r_[0.1, 0.5, 0.9, 0.0]
+    k = t_bound(C, 1e-4 / 4)
+    assert np.all(np.abs(stat.mean(0) - exact) < k * stat.std(0, ddof=1) / np.sqrt(C)), (stat.mean(0), stat.std(0))
+    assert r.draws.shape == (C, 150, d) and np.all(r.stats.accept_prob[~r.converged] == 0)   # unconverged: rejected
+    # the log det G term matters: without it the v-marginal would be N(-9/2, 9), whose P(v < q_0.5) is 0.93, far outside
+
+
+def test_rmhmc_bad_input_and_seeds(seed):
+    "ValueError for a metric that is not positive definite, bad step sizes and shapes; the same seed gives the same draws."
+    t, G = funnel(3), funnel_fisher_metric(3)
+    x0 = np.array([0.5, 0.2, -0.3])
+    bad_metric = lambda X: anp_diag(X, -1.0)
+    with pytest.raises(ValueError, match="metric"):
+        rmhmc(t, bad_metric).init(x0)
+    with pytest.raises(ValueError, match="metric"):
+        rmhmc(t, lambda X: np.ones((len(X), 2, 2)) + 0.0 * X[:, :1, None]).init(x0)   # wrong shape
+    with pytest.raises(ValueError, match="metric"):
+        rmhmc(t, "not a function")
+    for bad in (0.0, -0.1, np.nan, [[0.1]]):
+        with pytest.raises(ValueError, match="step_size"):
+            rmhmc(t, G, step_size=bad)
+    with pytest.raises(ValueError, match="x"):
+        rmhmc(t, G).init(np.zeros(4))
+    with pytest.raises(ValueError, match="x0"):
+        sample_rmhmc(t, G, np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="step_size"):
+        generalized_leapfrog(t, G, x0, x0, 0.0)
+    with pytest.raises(ValueError, match="n_steps"):
+        rmhmc(t, G, n_steps=0)
+    X0 = np.tile(x0, (3, 1))
+    a = sample_rmhmc(t, G, X0, n_warmup=5, n_draws=10, n_steps=3, rng=seed(25))
+    b = sample_rmhmc(t, G, X0, n_warmup=5, n_draws=10, n_steps=3, rng=seed(25))
+    assert np.array_equal(a.draws, b.draws) and np.array_equal(a.stats.energy, b.stats.energy)
+    k = rmhmc(t, G, step_size=0.3, n_steps=4)
+    s1, i1 = k.step(np.random.default_rng(seed(26)), k.init(X0))
+    s2, i2 = k.step(np.random.default_rng(seed(26)), k.init(X0))
+    assert np.array_equal(s1.position, s2.position) and i1.n_grad.tolist() == [4, 4, 4]
+    s3, i3 = k.step(seed(27), k.init(x0))                       # one chain: scalars
+    assert s3.position.shape == (3,) and np.ndim(i3.accept_prob) == 0 and i3.n_metric >= 5
+
+
+def anp_diag(X, sign):
+    "A diagonal 'metric' with entries sign * (1 + x^2): not positive definite for sign < 0."
+    return sign * (1 + X[..., :, None] ** 2) * np.eye(X.shape[-1])

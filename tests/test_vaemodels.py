@@ -1,16 +1,19 @@
 """Tests for bayesnotes.vaemodels: the CVAE's exact reduction to a VAE, the Gumbel-max law and the concrete density
 against quadrature and a logistic change of variables, M2's bounds against brute-force sums over the labels, gradients
-against finite differences, the trained models' behaviour, and input validation."""
+against finite differences, the trained models' behaviour, and input validation; for the sigma-VAE, the closed-form
+optimal scale against scipy.optimize, the envelope and beta-VAE gradient identities, the Gaussian decoder density
+against scipy.stats and quadrature, and the learned scale's convergence to sqrt(E mse)."""
 import numpy as np
 import pytest
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 import autograd.numpy as anp
 from autograd import grad
 from autograd.misc import flatten
 
-from bayesnotes.vae import digits_data
+from bayesnotes.vae import digits_data, log_normal_diag
 from bayesnotes.vaemodels import (CVAE, M2, concrete_logpdf, generation_accuracy, gumbel_softmax,
-                                  semi_supervised_run, semi_supervised_split, trained_cvae)
+                                  semi_supervised_run, semi_supervised_split, trained_cvae,
+                                  SigmaVAE, grey_digits_data, optimal_sigma)
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +242,158 @@ def test_cvae_log_weights_are_unbiased_for_the_elbo(data, seed):
     # the IWAE bound is at least the ELBO on average (deterministically so for the same draws, by Jensen)
     assert np.all(special.logsumexp(lw, axis=0) - np.log(K) >= lw.mean(0))
     assert np.isclose(m.iwae(X, y, 50, rng=seed(17)), m.iwae_per_image(X, y, 50, rng=seed(17)).mean())
+
+
+# ---- section 4: the sigma-VAE (Gaussian decoder with one shared scale)
+
+
+@pytest.fixture(scope="module")
+def grey():
+    return grey_digits_data(0)
+
+
+def _sigma_model(rng, X, sigma, latent_dim=3, hidden=(8,)):
+    "An untrained SigmaVAE with initialised networks and perturbed weights (the checks below are exact identities)."
+    m = SigmaVAE(latent_dim, hidden, sigma=sigma)
+    m._init(X.shape[1], rng, X.mean(0))
+    m.params = {k: p + 0.3 * rng.standard_normal(p.shape) for k, p in m.params.items()}
+    return m
+
+
+def _neg_objective(m, unflatten, X, eps, beta=1.):
+    "Minus the mean of the training terms rec - beta kl of `m`, as a function of the flat parameters."
+    def f(flat):
+        rec, kl = m._train_terms(unflatten(flat), X, eps)
+        return -anp.mean(rec - beta * kl)
+    return f
+
+
+def test_grey_digits_are_the_binarised_split(grey, data):
+    "The grey-level split holds the same images as `digits_data`: thresholding it at 0.5 gives the binarised digits."
+    for g, b in ((grey.X_train, data.X_train), (grey.X_test, data.X_test)):
+        assert np.array_equal((g > 0.5).astype(float), b)
+    assert np.array_equal(grey.y_test, data.y_test) and grey.X_train.min() == 0 and grey.X_train.max() == 1
+    assert len(np.unique(grey.X_train)) == 17                    # grey levels 0/16, ..., 16/16, not binarised
+
+
+def test_optimal_sigma_maximises_the_expected_log_likelihood(grey, seed):
+    """(10): for fixed networks and noise, sigma*^2 = mean squared error maximises the reconstruction term over sigma:
+    scipy's minimiser agrees to 1e-6 (its tolerance) and the exact gradient there is 0 to 1e-10. Without the D log sigma
+    of (8) (Murphy's 22.66) the loss keeps falling as sigma grows."""
+    rng = np.random.default_rng(seed(30))
+    X = grey.X_train[:60]
+    m = _sigma_model(rng, X, 0.5)
+    mu, ls = m._encode(m.params, X)
+    X_hat = m._mean(m.params, mu + np.exp(ls) * rng.standard_normal((3,) + mu.shape))
+    nll = lambda log_s: -anp.mean(log_normal_diag(X, X_hat, log_s))
+    s_star = optimal_sigma(X, X_hat)
+    assert np.isclose(s_star ** 2, np.mean((X - X_hat) ** 2), rtol=1e-14)
+    res = optimize.minimize_scalar(nll, bracket=(-4., 0.), tol=1e-12)
+    assert abs(np.exp(res.x) / s_star - 1) < 1e-6
+    assert abs(grad(nll)(np.log(s_star))) < 1e-10
+    assert abs(grad(lambda s: nll(anp.log(s)))(s_star)) < 1e-10 * 64 / s_star
+    assert all(nll(np.log(s_star)) < nll(np.log(s_star) + d) for d in (-1., -0.01, 0.01, 1.))
+    murphy = lambda s: np.mean(np.sum((X - X_hat) ** 2, -1)) / (2 * s ** 2) + 32 * np.log(2 * np.pi)
+    assert murphy(10 * s_star) < murphy(s_star) and murphy(1e3 * s_star) < murphy(10 * s_star)
+
+
+def test_optimal_sigma_gradient_is_the_fixed_sigma_gradient(grey, seed):
+    "Envelope theorem: the gradient through the minibatch sigma* equals the gradient with sigma fixed at its value."
+    rng = np.random.default_rng(seed(31))
+    X = grey.X_train[:40]
+    m = _sigma_model(rng, X, "optimal")
+    eps = rng.standard_normal((1, 40, 3))
+    flat, unflatten = flatten(m.params)
+    mu, ls = m._encode(m.params, X)
+    fixed = SigmaVAE(3, (8,), sigma=float(optimal_sigma(X, m._mean(m.params, mu + np.exp(ls) * eps))))
+    fixed.data_dim = X.shape[1]
+    g_opt, g_fix = grad(_neg_objective(m, unflatten, X, eps))(flat), grad(_neg_objective(fixed, unflatten, X, eps))(flat)
+    assert np.max(np.abs(g_opt - g_fix)) < 1e-10 * max(1., np.max(np.abs(g_fix)))
+
+
+@pytest.mark.parametrize("beta", [0.02, 0.5, 3.])
+def test_beta_vae_is_a_sigma_vae_with_sigma_squared_beta(grey, seed, beta):
+    """(13), an exact identity for fixed networks and noise: the gradient of the unit-variance beta-VAE loss
+    D/2 mse + beta KL is sigma^2 times that of the sigma-VAE loss at sigma^2 = beta; the sum-of-squares convention
+    ||x - x_hat||^2 + beta KL is 2 sigma^2 times the sigma-VAE gradient at sigma^2 = beta / 2 (Murphy's factor 1/2)."""
+    rng = np.random.default_rng(seed(32))
+    X = grey.X_train[:30]
+    unit = _sigma_model(rng, X, 1.)
+    eps = rng.standard_normal((2, 30, 3))
+    flat, unflatten = flatten(unit.params)
+    scale = lambda s2: SigmaVAE(3, (8,), sigma=np.sqrt(s2))
+    g_beta = grad(_neg_objective(unit, unflatten, X, eps, beta))(flat)
+    m_b, m_b2 = scale(beta), scale(beta / 2)
+    m_b.data_dim = m_b2.data_dim = X.shape[1]
+    tol = 1e-10 * max(1., np.max(np.abs(g_beta)))
+    assert np.max(np.abs(g_beta - beta * grad(_neg_objective(m_b, unflatten, X, eps))(flat))) < tol
+    def sum_of_squares(f):                # ||x - x_hat||^2 + beta KL, averaged over images and draws
+        p = unflatten(f)
+        mu, ls = unit._encode(p, X)
+        X_hat = unit._mean(p, mu + anp.exp(ls) * eps)
+        return anp.mean(anp.sum((X - X_hat) ** 2, -1)) + beta * anp.mean(unit._elbo_terms(p, X, eps)[1])
+    g_ss = grad(sum_of_squares)(flat)
+    assert np.max(np.abs(g_ss - 2 * (beta / 2) * grad(_neg_objective(m_b2, unflatten, X, eps))(flat))) < 1e-10 * max(
+        1., np.max(np.abs(g_ss)))
+    assert not np.allclose(g_beta, beta / 2 * grad(_neg_objective(m_b2, unflatten, X, eps))(flat), rtol=1e-3)
+
+
+@pytest.mark.parametrize("sigma", [0.2, "learned"])
+def test_gaussian_decoder_is_a_proper_density(grey, seed, sigma):
+    """The reconstruction term and the log weights equal scipy.stats.norm.logpdf summed over pixels (same noise), and
+    the decoder density N(x | x_hat, sigma^2 I) integrates to 1 over a two-pixel image (quadrature to 1e-8)."""
+    rng = np.random.default_rng(seed(33))
+    X = grey.X_train[:25]
+    m = _sigma_model(rng, X, sigma)
+    s = m.sigma
+    assert sigma != "learned" or not np.isclose(s, 1.)       # the perturbed learned scale, not its initial value 1
+    eps = rng.standard_normal((2, 25, 3))
+    mu, ls = m._encode(m.params, X)
+    X_hat = m._mean(m.params, mu + np.exp(ls) * eps)
+    ref = stats.norm.logpdf(X, X_hat, s).sum(-1).mean(0)
+    assert np.allclose(m._elbo_terms(m.params, X, eps)[0], ref, rtol=1e-12, atol=1e-12)
+    lw = m.log_weights(X, 5, rng=seed(34))
+    z = mu + np.exp(ls) * np.random.default_rng(seed(34)).standard_normal((5,) + mu.shape)
+    ref_lw = (stats.norm.logpdf(X, m.decode(z.reshape(-1, 3)).reshape(5, 25, -1), s).sum(-1)
+              + stats.norm.logpdf(z).sum(-1) - stats.norm.logpdf(z, mu, np.exp(ls)).sum(-1))
+    assert np.allclose(lw, ref_lw, rtol=1e-10, atol=1e-10)
+    c = np.array([0.3, 0.8])
+    dens = lambda a, b: np.exp(log_normal_diag(np.array([a, b]), c, np.log(s)))
+    lo, hi = c.min() - 12 * s, c.max() + 12 * s
+    assert abs(integrate.dblquad(dens, lo, hi, lo, hi, epsabs=1e-12)[0] - 1) < 1e-8
+
+
+def test_learned_sigma_converges_to_sqrt_mse(grey, seed):
+    """Trained with the chapter's settings, the learned sigma starts at 1, falls while it is above sqrt(E mse) (every
+    minibatch gradient D (1 - mse / sigma^2) in log sigma is then positive, so Adam only lowers it) and ends at the
+    stationary point (10) of its own model: |sigma / sqrt(E mse) - 1| was at most 0.016 over 13 training seeds (Adam's
+    step of about 1e-2 in log sigma and minibatch noise keep it from sitting exactly there); we allow 0.05."""
+    m = SigmaVAE(4, (64,), sigma="learned").fit(grey.X_train, epochs=40, rng=seed(35))
+    h = m.history
+    assert np.all(np.diff(h["sigma"][:10]) < 0) and np.all(h["sigma"][:10] > h["rmse"][:10])
+    assert abs(m.sigma / m.rmse(grey.X_train, 20, rng=seed(36)) - 1) < 0.05
+    opt = SigmaVAE(4, (16,), sigma="optimal").fit(grey.X_train[:300], epochs=3, rng=seed(37))
+    assert np.allclose(opt.history["sigma"], opt.history["rmse"], rtol=1e-13) and np.isclose(opt.sigma, opt.history["rmse"][-1], rtol=1e-13)
+
+
+def test_sigma_vae_bad_inputs_and_seeds(grey, seed):
+    X = grey.X_train[:200]
+    for kw in (dict(sigma=0.), dict(sigma=-1.), dict(sigma=np.nan), dict(sigma="tuned"),
+               dict(sigma="learned", sigma_init=0.)):
+        with pytest.raises(ValueError, match="sigma"):
+            SigmaVAE(**kw)
+    with pytest.raises(ValueError, match="X"):
+        SigmaVAE(2, (8,)).fit(np.where(X > 0.5, np.nan, X), epochs=1)
+    with pytest.raises(ValueError, match="X"):
+        SigmaVAE(2, (8,)).fit(np.full((5, 64), np.inf), epochs=1)
+    with pytest.raises(ValueError, match="not trained"):
+        SigmaVAE().rmse(X)
+    with pytest.raises(ValueError, match="epochs"):
+        SigmaVAE().fit(X, epochs=0)
+    fit = lambda s: SigmaVAE(2, (8,), sigma="learned").fit(X, epochs=2, batch_size=50, rng=s, X_val=grey.X_test[:50])
+    a, b, c = fit(seed(38)), fit(seed(38)), fit(seed(38) + 1)
+    assert all(np.array_equal(a.params[k], b.params[k]) for k in a.params)
+    assert np.array_equal(a.history["sigma"], b.history["sigma"]) and np.array_equal(a.history["test_elbo"],
+                                                                                      b.history["test_elbo"])
+    assert not np.array_equal(a.params["dec"], c.params["dec"])
+    assert len(a.history["test_elbo"]) == 2 and np.all(np.isfinite(a.history["test_elbo"]))
