@@ -1727,6 +1727,7 @@ def conformal_comparison(n=60,         # labelled points available to every meth
     """Split, full, jackknife+ and CV+ conformal prediction with the same ridge predictor and the same n points,
     on random subsamples of sklearn's diabetes data."""
     rng = as_rng(rng)
+    n, n_reps, n_test = check_count("n", n, 4), check_count("n_reps", n_reps), check_count("n_test", n_test)
     Xa, ya = _load_diabetes()
     if n + n_test > len(ya):
         raise ValueError(f"n + n_test must be at most {len(ya)} (the diabetes rows), got {n + n_test}")
@@ -1766,8 +1767,12 @@ def fig_conformal_methods(n=60,         # labelled points available to every met
     fc = ridge_full_conformal(X, y, x0, alpha, lam)
     fit = lambda A, b: ridge_fit(A, b, lam)
     color = dict(zip(("full", "split", "jackknife+", "CV+"), COLORS))
-    fig, (ax0, ax1) = new_figure(1, 2, width=10, height=3.8)
-    ax0.plot(t, pval, color=color["full"], lw=1.5, drawstyle="steps-mid", label="p-value of candidate y (exact)")
+    fig, axes = new_figure(2, 2, width=10.5, height=4.8, gridspec_kw={"height_ratios": [3, 1.3]})
+    gs = axes[0, 1].get_gridspec()
+    for a in axes[:, 1]: a.remove()
+    ax0, axb, ax1 = axes[0, 0], axes[1, 0], fig.add_subplot(gs[:, 1])    # p-values; the sets on a strip below; study
+    axb.sharex(ax0); ax0.tick_params(labelbottom=False)
+    ax0.plot(t, pval, color=color["full"], lw=1.5, drawstyle="steps-mid", label="p-value of candidate y")
     ax0.axhline(alpha, color="k", ls="--", lw=1, label=f"alpha = {alpha:g}")
     for lo, hi in fc.intervals[0]:
         ax0.axvspan(lo, hi, color=color["full"], alpha=0.15)
@@ -1775,12 +1780,16 @@ def fig_conformal_methods(n=60,         # labelled points available to every met
     others = (("split", split_conformal_regression(y[n // 2:], half(X[n // 2:]), half(x0), alpha)),
               ("jackknife+", jackknife_plus(X, y, x0, fit, alpha)),
               ("CV+", cv_plus(X, y, x0, fit, alpha, rng=rng)))
-    for i, (name, iv) in enumerate(others):
-        ax0.plot([iv.lower[0], iv.upper[0]], [0.75 + 0.08 * i] * 2, color=color[name], lw=3, label=name)
-    ax0.axvline(ya[perm[n]], color="k", lw=1, label="true label")
-    ax0.set_xlabel("candidate label y of the test patient (standardised)"); ax0.set_ylabel("conformal p-value")
+    sets = [("full", fc.intervals[0])] + [(name, [(iv.lower[0], iv.upper[0])]) for name, iv in others]
+    for i, (name, pieces) in enumerate(sets):
+        for lo, hi in pieces:
+            axb.plot([lo, hi], [i, i], color=color[name], lw=4, solid_capstyle="butt")
+    axb.set_yticks(range(len(sets)), [name for name, _ in sets]); axb.set_ylim(len(sets) - 0.5, -0.5)
+    for a in (ax0, axb):
+        a.axvline(ya[perm[n]], color="k", lw=1, label="true label" if a is ax0 else None)
+    axb.set_xlabel("candidate label y of the test patient (standardised)"); ax0.set_ylabel("conformal p-value")
     ax0.set_title("full conformal: the set is {y : p-value > alpha} (shaded)")
-    ax0.legend(frameon=False, fontsize=7, loc="upper left")
+    ax0.legend(frameon=False, fontsize=9, loc="upper left")
     cmp = conformal_comparison(n, alpha, n_reps, lam=lam, rng=rng)
     for name in cmp.hits:
         cov, w = cmp.hits[name].mean(), cmp.widths[name].mean()
@@ -1790,7 +1799,7 @@ def fig_conformal_methods(n=60,         # labelled points available to every met
     ax1.axhline(1 - 2 * alpha, color="k", ls=":", lw=1, label="1 - 2 alpha (jackknife+ guarantee)")
     ax1.set_xlabel("mean width of the set"); ax1.set_ylabel("test coverage (+- 2 se)")
     ax1.set_title(f"diabetes, n = {n} labelled points, {n_reps} subsamples")
-    ax1.legend(frameon=False, fontsize=7)
+    ax1.legend(frameon=False, fontsize=9)
     return fig
 
 # %% ../nbs/06_decision.ipynb #54478d03

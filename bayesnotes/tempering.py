@@ -387,6 +387,15 @@ def _ising_field(field, shape):
     if a.size != n: raise ValueError(f"field must have {n} entries (shape {tuple(shape)}), got shape {a.shape}")
     return a.reshape(n)
 
+def _sw_clusters(x, E, p_bond, rng):
+    """One draw of the bonds v | x for every chain (edge list E, bond probability p_bond between equal neighbours) and
+    the clusters they make, all chains at once: (number of clusters, cluster label of each spin, shape (chains * n,))."""
+    n_chains, n = x.shape
+    on = (x[:, E[:, 0]] == x[:, E[:, 1]]) & (rng.uniform(size=(n_chains, len(E))) < p_bond)   # v | x
+    c, e = np.nonzero(on)
+    graph = sparse.coo_matrix((np.ones(len(e)), (E[e, 0] + c * n, E[e, 1] + c * n)), shape=(n_chains * n,) * 2)
+    return csgraph.connected_components(graph, directed=False)
+
 def swendsen_wang(shape:tuple,       # grid shape (h, w)
                   J:float,           # coupling J > 0 (ferromagnetic)
                   field=None,        # external field a, shape (h, w) or (h * w,); None: zero
@@ -413,10 +422,7 @@ def swendsen_wang(shape:tuple,       # grid shape (h, w)
     a_all = np.tile(a, n_chains)
     out = np.empty((n_chains, n_draws, n))
     for t in track(range(n_draws), progress, desc="Swendsen-Wang"):
-        on = (x[:, E[:, 0]] == x[:, E[:, 1]]) & (rng.uniform(size=(n_chains, len(E))) < p_bond)   # v | x
-        c, e = np.nonzero(on)
-        graph = sparse.coo_matrix((np.ones(len(e)), (E[e, 0] + c * n, E[e, 1] + c * n)), shape=(n_chains * n,) * 2)
-        k, label = csgraph.connected_components(graph, directed=False)   # the clusters of all chains at once
+        k, label = _sw_clusters(x, E, p_bond, rng)
         A = np.bincount(label, weights=a_all, minlength=k)                 # field summed over each cluster
         s = np.where(rng.uniform(size=k) < special.expit(2 * A), 1., -1.)   # P(s_C = +1) = sigma(2 A_C)
         x = s[label].reshape(n_chains, n)

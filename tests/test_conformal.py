@@ -218,6 +218,33 @@ def test_conformal_comparison_shapes_and_cache(seed):
     assert conformal_comparison(n=20, n_reps=3, n_test=4, rng=seed(51)) is cmp       # int seed: cached
     with pytest.raises(ValueError, match="n \\+ n_test"):
         conformal_comparison(n=400, n_test=100, rng=0)
+    for kw, name in ((dict(n_reps=0), "n_reps"), (dict(n_test=0), "n_test"), (dict(n=2), "n")):   # never an empty study
+        with pytest.raises(ValueError, match=name):
+            conformal_comparison(rng=0, **kw)
+
+
+def test_conformal_comparison_records_each_method_on_its_own_split(seed):
+    """Review 06_conformal item 5: two subsamples rebuilt by hand from the same generator (the permutation, then CV+'s
+    folds, in the function's order) give exactly the recorded hits, widths and piece counts of every method."""
+    from bayesnotes.decision import _load_diabetes
+    s, n, n_test, alpha, lam = seed(52), 24, 5, 0.2, 1.0
+    cmp = conformal_comparison(n=n, alpha=alpha, n_reps=2, n_test=n_test, lam=lam, n_folds=4, rng=s)
+    Xa, ya = _load_diabetes()
+    rng, fit, h = np.random.default_rng(s), (lambda A, b: ridge_fit(A, b, lam)), n // 2
+    for r in range(2):
+        perm = rng.permutation(len(ya))
+        X, y, Xt, yt = Xa[perm[:n]], ya[perm[:n]], Xa[perm[n:n + n_test]], ya[perm[n:n + n_test]]
+        pred = fit(X[:h], y[:h])
+        sets = {"split": split_conformal_regression(y[h:], pred(X[h:]), pred(Xt), alpha)[:2],
+                "jackknife+": jackknife_plus(X, y, Xt, fit, alpha)[:2],
+                "CV+": cv_plus(X, y, Xt, fit, alpha, 4, rng)[:2]}
+        fc = ridge_full_conformal(X, y, Xt, alpha, lam)
+        for m, (lo, hi) in sets.items():
+            assert np.array_equal(cmp.hits[m][r], (yt >= lo) & (yt <= hi)) and np.allclose(cmp.widths[m][r], hi - lo)
+        inside = [any(a <= t <= b for a, b in iv) for t, iv in zip(yt, fc.intervals)]
+        assert np.array_equal(cmp.hits["full"][r], inside) and np.allclose(cmp.widths["full"][r], fc.width)
+        assert np.array_equal(cmp.n_pieces[r], [len(iv) for iv in fc.intervals])
+    assert not np.array_equal(cmp.widths["split"], cmp.widths["full"])           # the methods really differ
 
 
 def test_conformal_bad_input():
