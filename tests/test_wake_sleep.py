@@ -67,10 +67,15 @@ def test_expected_snis_weights_match_enumeration_of_tuples(seed):
                 brute[:, c] += p * wb[:, k]
         assert np.allclose(rho, brute, atol=1e-13)
     assert np.allclose(expected_snis_weights(logq, logw, 1), np.exp(logq), atol=1e-14)
-    # K -> infinity: the posterior q w / sum q w (the gap falls like 1/K; at K = 400 it is a few 1e-3 at most)
-    post = np.exp(logq + logw - special.logsumexp(logq + logw, axis=1, keepdims=True))
-    g1, g2 = [np.abs(expected_snis_weights(logq, logw, K) - post).max() for K in (100, 200)]
-    assert g2 < g1 and abs(g1 / g2 - 2) < 0.2                        # halving: the 1/K rate
+    # K -> infinity: rho(K) = post + a / K + O(1/K^2), with the delta-method coefficient of the ratio estimator
+    # a_c = post_c E_q[w^2] / Z^2 - q_c w_c^2 / Z^2 (Z = E_q w). At K = 400 the remainder K (rho - post) - a was at most
+    # 0.113 of max|a| over 300 random problems (median 0.005): a deterministic check with the bound 0.25
+    q, w = np.exp(logq), np.exp(logw)
+    Z = (q * w).sum(1, keepdims=True)
+    post = q * w / Z
+    a = post * (q * w ** 2).sum(1, keepdims=True) / Z ** 2 - q * w ** 2 / Z ** 2
+    K = 400
+    assert np.abs(K * (expected_snis_weights(logq, logw, K) - post) - a).max() < 0.25 * np.abs(a).max()
 
 
 def test_compositions_count_and_sum():
@@ -197,8 +202,9 @@ def test_tvo_sandwich_and_refinement(seed):
             lo2, up2, _ = tvo_bounds(theta, phi, x, b2)
             assert lo2 >= lo - 1e-14 and up2 <= up + 1e-14
     # the integrand integrates to log p(x) (Gauss-Legendre) and is the derivative of log Z_beta
-    t, w = np.polynomial.legendre.leggauss(40)
-    assert abs(0.5 * w @ tvo_integrand(theta, phi, x, 0.5 * (t + 1)) - lp) < 1e-9
+    from scipy import integrate      # adaptive quadrature with its own error estimate: the integrand can turn sharply
+    val, err = integrate.quad(lambda b: tvo_integrand(theta, phi, x, [b])[0], 0., 1., epsabs=1e-12, epsrel=1e-12, limit=200)
+    assert err < 1e-10 and abs(val - lp) < 1e-9
     assert np.allclose(log_partition(theta, phi, x, [0., 1.]), [0., lp], atol=1e-12)
 
 
