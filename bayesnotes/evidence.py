@@ -356,8 +356,8 @@ def _log_target(P, k, B):
     return (P.log_prior_k[k] - 0.5 * (k + 1) * math.log(2 * math.pi * P.tau**2) - 0.5 * np.sum(B**2, -1) / P.tau**2
             - 0.5 * len(P.y) * math.log(2 * math.pi * P.sigma**2) - 0.5 * np.sum(r**2, -1) / P.sigma**2)
 
-def _g_params(P, k, B, prop):
-    "Mean and sd (each (N,)) of the proposal g(u | k, beta) of the new coefficient beta_{k+1}."
+def _q_params(P, k, B, prop):
+    "Mean and sd (each (N,)) of the proposal q(u | k, beta) of the new coefficient beta_{k+1}."
     if prop is not None:
         return np.full(len(k), prop[0]), np.full(len(k), prop[1])
     xn = P.X[:, k + 1]                                  # (n, N): the column that a birth to k + 1 adds
@@ -365,15 +365,15 @@ def _g_params(P, k, B, prop):
     r = P.y - B @ P.X.T                                 # residual of the current model (N, n)
     return v * np.sum(r * xn.T, -1) / P.sigma**2, np.sqrt(v)
 
-def _log_g(u, mean, sd):
+def _log_q(u, mean, sd):
     return -0.5 * ((u - mean) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
 
 def _birth_log_ratio(P, k, B, u, prop, b, d):
     "log r of the birth (k, beta) -> (k + 1, (beta, u)); the map is the identity, Jacobian 1."
     Bn = B.copy()
     Bn[np.arange(len(k)), k + 1] = u
-    m, s = _g_params(P, k, B, prop)
-    return _log_target(P, k + 1, Bn) - _log_target(P, k, B) + np.log(d[k + 1]) - np.log(b[k]) - _log_g(u, m, s), Bn
+    m, s = _q_params(P, k, B, prop)
+    return _log_target(P, k + 1, Bn) - _log_target(P, k, B) + np.log(d[k + 1]) - np.log(b[k]) - _log_q(u, m, s), Bn
 
 def _death_log_ratio(P, k, B, prop, b, d):
     "log r of the death (k, beta) -> (k - 1, beta without its last coefficient u = beta_k)."
@@ -381,8 +381,8 @@ def _death_log_ratio(P, k, B, prop, b, d):
     u = B[rows, k]
     Bn = B.copy()
     Bn[rows, k] = 0.0
-    m, s = _g_params(P, k - 1, Bn, prop)               # the reverse birth proposes u from (k - 1, beta_{0:k-1})
-    return _log_target(P, k - 1, Bn) - _log_target(P, k, B) + np.log(b[k - 1]) + _log_g(u, m, s) - np.log(d[k]), Bn
+    m, s = _q_params(P, k - 1, Bn, prop)               # the reverse birth proposes u from (k - 1, beta_{0:k-1})
+    return _log_target(P, k - 1, Bn) - _log_target(P, k, B) + np.log(b[k - 1]) + _log_q(u, m, s) - np.log(d[k]), Bn
 
 def _single_state(P, k, beta, lo, hi, move):
     if not isinstance(P, ModelOrderProblem):
@@ -399,7 +399,7 @@ def birth_log_ratio(problem:ModelOrderProblem, # the model-order problem
                     k:int,                     # current model, 0..K-1
                     beta,                      # current coefficients (k + 1,)
                     u:float,                   # the proposed new coefficient beta_{k+1}
-                    proposal="conditional",    # g: 'conditional' (exact conditional of beta_{k+1} given beta in model k + 1) or (mean, sd)
+                    proposal="conditional",    # q: 'conditional' (exact conditional of beta_{k+1} given beta in model k + 1) or (mean, sd)
                     p_jump:float=0.5,          # as in `move_probabilities`
                    ) -> float:
     "Log acceptance ratio log r of the birth move (k, beta) -> (k + 1, (beta, u)); the move is accepted with probability min(1, r)."
@@ -411,7 +411,7 @@ def birth_log_ratio(problem:ModelOrderProblem, # the model-order problem
 def death_log_ratio(problem:ModelOrderProblem, # the model-order problem
                     k:int,                     # current model, 1..K
                     beta,                      # current coefficients (k + 1,); the death removes beta[k]
-                    proposal="conditional",    # g of the reverse birth (as in `birth_log_ratio`)
+                    proposal="conditional",    # q of the reverse birth (as in `birth_log_ratio`)
                     p_jump:float=0.5,          # as in `move_probabilities`
                    ) -> float:
     "Log acceptance ratio log r of the death move (k, beta) -> (k - 1, beta[:k])."
@@ -433,7 +433,7 @@ def reversible_jump(problem:ModelOrderProblem, # the model-order problem (`model
                     n_draws:int=2000,          # kept iterations per chain
                     n_chains:int=4,            # independent chains, run together (vectorised)
                     n_warmup:int=200,          # iterations discarded at the start of each chain
-                    proposal="conditional",    # g of the new coefficient: 'conditional' or (mean, sd) of a fixed Gaussian
+                    proposal="conditional",    # q of the new coefficient: 'conditional' or (mean, sd) of a fixed Gaussian
                     within="gibbs",            # within-model move: 'gibbs' (exact draw of beta given k) or a random-walk step sd (float)
                     p_jump:float=0.5,          # probability of a birth or death move where both are possible (`move_probabilities`)
                     k0=None,                   # start model (int), or None: each chain starts at k ~ uniform on 0..K, beta from the prior
@@ -441,7 +441,7 @@ def reversible_jump(problem:ModelOrderProblem, # the model-order problem (`model
                     progress:bool=False,       # show a progress bar
                    ) -> RJResult:
     """Reversible-jump MCMC (Green 1995) over the nested regressions: each iteration picks a birth (probability b_k),
-    a death (d_k) or a within-model move; births append a coefficient u ~ g, deaths drop the last one (identity map)."""
+    a death (d_k) or a within-model move; births append a coefficient u ~ q, deaths drop the last one (identity map)."""
     P = problem
     if not isinstance(P, ModelOrderProblem):
         raise ValueError(f"problem must be a ModelOrderProblem (from model_order_problem), got {type(P).__name__}")
@@ -449,10 +449,10 @@ def reversible_jump(problem:ModelOrderProblem, # the model-order problem (`model
     n_draws, n_chains = check_count("n_draws", n_draws), check_count("n_chains", n_chains)
     n_warmup = check_count("n_warmup", n_warmup, 0)
     prop = _check_proposal(proposal)
-    if isinstance(within, str):
-        if within != "gibbs":
-            raise ValueError(f"within must be 'gibbs' or a positive random-walk step sd, got {within!r}")
+    if isinstance(within, str) and within == "gibbs":
         step = None
+    elif isinstance(within, (bool, np.bool_)) or not isinstance(within, (int, float, np.integer, np.floating)):
+        raise ValueError(f"within must be 'gibbs' or a positive random-walk step sd (a number), got {within!r}")
     else:
         step = float(check_positive("within", within))
     b, d = move_probabilities(K, p_jump)
@@ -477,7 +477,7 @@ def reversible_jump(problem:ModelOrderProblem, # the model-order problem (`model
         acc = []
         i = np.flatnonzero(moves[0])                     # births
         if len(i):
-            m, s = _g_params(P, k[i], B[i], prop)
+            m, s = _q_params(P, k[i], B[i], prop)
             u = m + s * rng.standard_normal(len(i))
             lr, Bn = _birth_log_ratio(P, k[i], B[i], u, prop, b, d)
             a = logu[i] < lr
@@ -517,15 +517,15 @@ class FrequencyCheck(NamedTuple):
     freq: np.ndarray     # (K + 1,) fraction of the draws in each model
     stderr: np.ndarray   # (K + 1,) its batch-means standard error (autocorrelation included)
     t2: float            # Hotelling's T^2 of the batch means against the exact probabilities (kept models)
-    df: tuple            # (D, B - D): D models compared, B batches
-    p_value: float       # P(F(D, B - D) > (B - D) T^2 / (D (B - 1))): uniform if the sampler is right and batches independent
+    df: tuple            # (D, n_b - D): D models compared, n_b batches
+    p_value: float       # P(F(D, n_b - D) > (n_b - D) T^2 / (D (n_b - 1))): uniform if the sampler is right and batches independent
 
 def frequency_check(k,                    # model indices (chain, draw), e.g. `reversible_jump(...).k`
                     probs,                # (K + 1,) exact p(k | y)
                     n_batches:int=10,     # batches per chain; each must be much longer than the autocorrelation time of k
                     min_prob:float=0.01,  # models with p(k | y) below this are left out of T^2 (their batch means are rarely Gaussian)
                    ) -> FrequencyCheck:
-    """Visited-model frequencies against exact probabilities by batch means: the frequency vectors of B = chains x
+    """Visited-model frequencies against exact probabilities by batch means: the frequency vectors of n_b = chains x
     n_batches batches are nearly independent and Gaussian, so Hotelling's T^2 of their mean has an F law."""
     k = np.asarray(k)
     if k.ndim != 2 or not np.issubdtype(k.dtype, np.integer):
@@ -533,30 +533,35 @@ def frequency_check(k,                    # model indices (chain, draw), e.g. `r
     p = check_probability("probs", probs)
     if p.ndim != 1 or k.min() < 0 or k.max() >= len(p):
         raise ValueError(f"probs must be (K + 1,) with every model index of k in 0..K, got {p.shape} and k in {k.min()}..{k.max()}")
+    if abs(p.sum() - 1.0) > 1e-6:
+        raise ValueError(f"probs must sum to 1 (the exact p(k | y) of every model), got sum {p.sum():.6g}")
     nb = check_count("n_batches", n_batches, 2)
-    C, S = k.shape
-    L = S // nb
+    n_c, n_t = k.shape
+    L = n_t // nb
     if L < 1:
-        raise ValueError(f"n_batches: {nb} batches of a chain of {S} draws are empty")
-    ind = (k[:, S - nb * L:, None] == np.arange(len(p))).reshape(C * nb, L, len(p))
-    F = ind.mean(1)                                      # (B, K + 1) batch frequencies
-    B = len(F)
+        raise ValueError(f"n_batches: {nb} batches of a chain of {n_t} draws are empty")
+    ind = (k[:, n_t - nb * L:, None] == np.arange(len(p))).reshape(n_c * nb, L, len(p))
+    F = ind.mean(1)                                      # (n_b, K + 1) batch frequencies
+    n_b = len(F)
     keep = np.flatnonzero(p >= check_probability("min_prob", min_prob))
+    if len(keep) < 2:
+        raise ValueError(f"min_prob: {min_prob} leaves {len(keep)} model(s) with p(k | y) >= min_prob; at least 2 are needed "
+                         f"(one is left out because the frequencies sum to 1); the largest probability is {p.max():.4g}")
     keep = np.delete(keep, np.argmax(p[keep]))           # frequencies sum to 1: leave one model out
     D = len(keep)
-    if D < 1 or B <= D:
-        raise ValueError(f"n_batches: {B} batches cannot test {D} models (need at least D + 1 and D >= 1)")
+    if n_b <= D:
+        raise ValueError(f"n_batches: {n_b} batches (chains x n_batches) cannot test {D} models (need at least D + 1)")
     diff = F[:, keep].mean(0) - p[keep]
-    S_ = np.atleast_2d(np.cov(F[:, keep], rowvar=False))
+    cov_f = np.atleast_2d(np.cov(F[:, keep], rowvar=False))   # sample covariance of the batch frequency vectors
     try:
-        t2 = float(B * diff @ np.linalg.solve(S_, diff))
+        t2 = float(n_b * diff @ np.linalg.solve(cov_f, diff))
     except np.linalg.LinAlgError:
         t2 = math.inf                                    # a model of probability >= min_prob never visited in some direction
-    pv = float(stats.f.sf((B - D) * t2 / (D * (B - 1)), D, B - D)) if np.isfinite(t2) else 0.0
-    return FrequencyCheck(F.mean(0), F.std(0, ddof=1) / math.sqrt(B), t2, (D, B - D), pv)
+    pv = float(stats.f.sf((n_b - D) * t2 / (D * (n_b - 1)), D, n_b - D)) if np.isfinite(t2) else 0.0
+    return FrequencyCheck(F.mean(0), F.std(0, ddof=1) / math.sqrt(n_b), t2, (D, n_b - D), pv)
 
 # %% ../nbs/09d_model_evidence.ipynb #c4e20011
-def fig_reversible_jump(result:RJResult=None, # output of `reversible_jump` on the section's problem; None: run it (4 chains of 5000, rng)
+def fig_reversible_jump(result:RJResult=None, # output of `reversible_jump` on the section's problem; None: run it (8 chains of 5000, rng)
                         rng=0,                # random generator or seed (SPEC 7) of that run when `result` is None
                         n_trace:int=1000,     # iterations of chain 0 drawn in the trace
                        ):
@@ -564,13 +569,13 @@ def fig_reversible_jump(result:RJResult=None, # output of `reversible_jump` on t
     from numpy.polynomial import legendre
     x, X, y = polynomial_data()
     P = model_order_problem(X, y, 0.5, 1.0)
-    r = reversible_jump(P, 5000, 4, rng=rng) if result is None else result
+    r = reversible_jump(P, 5000, 8, rng=rng) if result is None else result
     K = X.shape[1] - 1
     if np.shape(getattr(r, "beta", None))[-1:] != (K + 1,) or np.ndim(getattr(r, "k", None)) != 2:   # (the notebook's own RJResult class is another class)
         raise ValueError(f"result must be the RJResult of reversible_jump on the section's problem (K = {K})")
     n_trace = check_count("n_trace", n_trace)
     fc = frequency_check(r.k, np.exp(P.log_post_k))
-    fig, ax = new_figure(1, 3, width=11.0, height=3.4)
+    fig, ax = new_figure(1, 3, width=11.0, height=3.6)
     t = np.arange(min(n_trace, r.k.shape[1]))
     ax[0].step(t, r.k[0, t], where="post", color=COLORS[0], lw=0.9)
     ax[0].set_xlabel("iteration (chain 1)")
@@ -590,12 +595,12 @@ def fig_reversible_jump(result:RJResult=None, # output of `reversible_jump` on t
     f = np.nan_to_num(r.beta.reshape(-1, K + 1)) @ V.T          # regression function of every draw, padded zeros
     lo, hi = np.quantile(f, [0.05, 0.95], axis=0)
     exact = sum(np.exp(P.log_post_k[k]) * V[:, :k + 1] @ P.means[k] for k in ks)
-    ax[2].fill_between(xg, lo, hi, color=COLORS[0], alpha=0.2, lw=0, label="90% band of the draws")
-    ax[2].plot(xg, f.mean(0), color=COLORS[0], label="mean of the draws")
-    ax[2].plot(xg, exact, color="black", ls="--", lw=1.0, label="exact model average")
+    ax[2].fill_between(xg, lo, hi, color=COLORS[0], alpha=0.2, lw=0, label="90% band of draws")
+    ax[2].plot(xg, f.mean(0), color=COLORS[0], label="mean of draws")
+    ax[2].plot(xg, exact, color="black", ls="--", lw=1.0, label="exact average")
     ax[2].plot(x, y, ".", color="grey", ms=5, label="data")
     ax[2].set_xlabel("$x$")
     ax[2].set_ylabel("$y$")
-    ax[2].set_ylim(top=max(hi.max(), y.max()) + 0.9)
-    ax[2].legend(loc="upper center", fontsize=8, ncol=2)
+    ax[2].set_ylim(top=max(hi.max(), y.max()) + 1.0)                # room for the legend above the data
+    ax[2].legend(loc="upper center", ncol=2, fontsize=9, columnspacing=1.0, handlelength=1.5)
     return fig

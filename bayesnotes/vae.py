@@ -39,13 +39,12 @@ class DigitsSplit(NamedTuple):
 
 def digits_data(rng=0,                   # random generator or seed of the split (0: the chapter's split)
                 test_fraction:float=0.2, # share of images held out
-                threshold:float=0.5,     # binarisation threshold on intensities in [0, 1]
+                threshold:float=0.5,     # binarisation threshold on intensities in [0, 1]; None keeps the grey levels
                ) -> DigitsSplit:
-    "scikit-learn's 8x8 digits, binarised at `threshold` and split at random into train and test sets."
+    "scikit-learn's 8x8 digits, binarised at `threshold` (or grey levels in [0, 1]) and split at random into train and test sets."
     check_probability("test_fraction", test_fraction)
-    check_probability("threshold", threshold)
     X, labels = load_digits01()
-    Xb = (X > threshold).astype(float)
+    Xb = X if threshold is None else (X > check_probability("threshold", threshold)).astype(float)
     perm = as_rng(rng).permutation(len(X))
     n_test = int(round(test_fraction * len(X)))
     te, tr = perm[:n_test], perm[n_test:]
@@ -122,6 +121,10 @@ class VAE:
 
     def _logits(self, params, Z):
         return mlp_apply(params["dec"], Z, self._sizes()[1], self.activation)
+
+    def _log_lik(self, params, X, Z):
+        "log p(x | z) of every image for codes Z (..., n, d): Bernoulli pixels here; a subclass with another decoder overrides it."
+        return log_bernoulli(X, self._logits(params, Z))
 
     def _elbo_terms(self, params, X, eps):
         "Per-image Monte Carlo reconstruction term (averaged over eps (S, n, d)) and closed-form KL."
@@ -238,14 +241,13 @@ class VAE:
                    ) -> np.ndarray:
         "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x); shape (K, n)."
         self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        K = check_count("K", K)
+        K, chunk = check_count("K", K), check_count("chunk", chunk)
         with blas_threads():
             mu, ls = self._encode(self.params, X)
             out = []
             for k0 in range(0, int(K), chunk):
                 z = mu + np.exp(ls) * rng.standard_normal((min(chunk, int(K) - k0),) + mu.shape)
-                out.append(log_bernoulli(X, self._logits(self.params, z)) + log_normal_diag(z, 0., 0.)
-                           - log_normal_diag(z, mu, ls))
+                out.append(self._log_lik(self.params, X, z) + log_normal_diag(z, 0., 0.) - log_normal_diag(z, mu, ls))
         return np.concatenate(out, axis=0)
 
     def iwae_per_image(self,

@@ -22,8 +22,8 @@ from .datasets import load_digits01
 # %% auto #0
 __all__ = ['N_CLASSES', 'CVAE_TRAIN', 'M2_TRAIN', 'SIGMA_VAE_TRAIN', 'SIGMA_VARIANTS', 'CVAE', 'trained_cvae', 'digit_classifier',
            'generation_accuracy', 'fig_cvae_digits', 'gumbel_softmax', 'concrete_logpdf', 'fig_concrete', 'M2',
-           'semi_supervised_split', 'SemiSupervisedRun', 'semi_supervised_run', 'fig_semi_supervised',
-           'grey_digits_data', 'optimal_sigma', 'SigmaVAE', 'trained_sigma_vae', 'fig_sigma_vae']
+           'semi_supervised_split', 'SemiSupervisedRun', 'semi_supervised_run', 'fig_semi_supervised', 'optimal_sigma',
+           'SigmaVAE', 'trained_sigma_vae', 'fig_sigma_vae']
 
 # %% ../nbs/08c_vae_models.ipynb #becd35f6
 N_CLASSES = 10
@@ -532,21 +532,13 @@ def fig_semi_supervised(rng=0,  # random generator or seed of `semi_supervised_r
     return fig
 
 # %% ../nbs/08c_vae_models.ipynb #sigma-vae-code
-def grey_digits_data(rng=0,                   # random generator or seed of the split (0: the chapter's split)
-                     test_fraction:float=0.2, # share of images held out
-                    ) -> DigitsSplit:
-    "scikit-learn's 8x8 digits with their grey levels scaled to [0, 1] (not binarised), split as `digits_data` splits them."
-    check_probability("test_fraction", test_fraction)
-    X, labels = load_digits01()
-    perm = as_rng(rng).permutation(len(X))     # the permutation `digits_data` draws: the same images in each part
-    n_test = int(round(test_fraction * len(X)))
-    te, tr = perm[:n_test], perm[n_test:]
-    return DigitsSplit(X[tr], X[te], labels[tr], labels[te])
-
 def optimal_sigma(X,      # images (n, D)
-                  X_hat,  # decoder means (..., n, D), e.g. one per draw of z (S, n, D), broadcasting against X
+                  X_hat,  # decoder means (..., n, D), e.g. one per draw of z (S, n, D); its last two axes must match X
                  ):
     "The decoder scale that maximises the Gaussian log-likelihood for fixed means: sigma* = sqrt(mean of (x - x_hat)^2)."
+    if anp.ndim(X) != 2: raise ValueError(f"X must have shape (n, D), got {anp.shape(X)}")
+    if anp.ndim(X_hat) < 2 or tuple(anp.shape(X_hat)[-2:]) != tuple(anp.shape(X)):
+        raise ValueError(f"X_hat must have shape (..., n, D) = (..., {', '.join(map(str, anp.shape(X)))}), got {anp.shape(X_hat)}")
     return anp.sqrt(anp.mean((X - X_hat) ** 2))
 
 class SigmaVAE(VAE):
@@ -558,15 +550,23 @@ class SigmaVAE(VAE):
                  hidden=(128,),           # hidden widths of the encoder (the decoder mirrors them)
                  activation="relu",       # hidden nonlinearity
                  sigma="optimal",         # decoder scale: a number > 0 (fixed), "learned" or "optimal"
-                 sigma_init:float=1.,     # starting value of sigma when sigma="learned"
+                 sigma_init=None,         # starting value of sigma, only for sigma="learned" (None: 1)
                 ):
         super().__init__(latent_dim, hidden, activation)
         if isinstance(sigma, str):
             if sigma not in ("learned", "optimal"):
                 raise ValueError(f"sigma must be a number > 0, 'learned' or 'optimal', got {sigma!r}")
-            self.mode, self._log_sigma0 = sigma, float(np.log(check_positive("sigma_init", sigma_init)))
+            self.mode = sigma
+        elif isinstance(sigma, (bool, np.bool_)) or np.ndim(sigma) != 0:
+            raise ValueError(f"sigma must be a number > 0, 'learned' or 'optimal', got {sigma!r}")
         else:
-            self.mode, self._log_sigma0 = "fixed", float(np.log(check_positive("sigma", sigma)))
+            self.mode = "fixed"
+        if sigma_init is not None and self.mode != "learned":
+            raise ValueError(f"sigma_init applies only to sigma='learned', got sigma={sigma!r}")
+        if self.mode == "learned":
+            self._log_sigma0 = float(np.log(check_positive("sigma_init", 1. if sigma_init is None else sigma_init)))
+        else:   # "optimal" starts at 0 (sigma 1) only as a placeholder: `sigma` reports nan until an epoch has set it
+            self._log_sigma0 = float(np.log(check_positive("sigma", sigma))) if self.mode == "fixed" else 0.
         self._log_sigma_fixed, self._trace = self._log_sigma0, None
 
     def __repr__(self):
@@ -588,8 +588,16 @@ class SigmaVAE(VAE):
 
     @property
     def sigma(self) -> float:
-        "The decoder scale sigma the model evaluates with (for 'optimal': sqrt(E mse) on the training set, last epoch)."
+        """The decoder scale sigma the model evaluates with (for 'optimal': sqrt(E mse) on the training set after the
+        last epoch, nan before the first epoch; for 'learned' before training: sigma_init)."""
+        if self.mode == "optimal" and not (self._trace and self._trace["sigma"]): return float("nan")
         return float(np.exp(self._log_sigma(self.params) if self.params is not None else self._log_sigma0))
+
+    def _check_X(self, X, name="X"):
+        X = check_finite(name, X)
+        if X.size and (X.min() < 0 or X.max() > 1):
+            raise ValueError(f"{name} must hold grey levels in [0, 1] (the decoder means lie in (0, 1))")
+        return super()._check_X(X, name)
 
     def _gaussian_terms(self, params, X, eps, optimal=False):
         "Per-image E_q log N(x | d(z), sigma^2 I) (averaged over eps (S, n, d)) and KL; sigma* of the batch if `optimal`."
@@ -624,7 +632,7 @@ class SigmaVAE(VAE):
             rmse = self.rmse(X, rng=rng)
             if self.mode == "optimal": self._log_sigma_fixed = float(np.log(rmse))
             t = self._trace
-            t["sigma"].append(self.sigma); t["rmse"].append(rmse)
+            t["rmse"].append(rmse); t["sigma"].append(float(np.exp(self._log_sigma(self.params))))
             t["test_elbo"] = t["test_elbo"] + [self.elbo(X_val, rng=10_000 + len(t["sigma"]) - 1)] \
                 if X_val is not None and len(t["test_elbo"]) == len(t["sigma"]) - 1 else []
             self.history = {**self.history, **{k: np.array(v) for k, v in t.items()}}
@@ -642,19 +650,18 @@ class SigmaVAE(VAE):
             eps = rng.standard_normal((check_count("n_mc", n_mc),) + mu.shape)
             return float(optimal_sigma(X, self._mean(self.params, mu + np.exp(ls) * eps)))
 
-    # ---- evaluation with the Gaussian decoder
-    def log_weights(self,
-                    X,             # images (n, D)
-                    K:int,         # importance samples per image
-                    rng=None,      # random generator or seed
-                   ) -> np.ndarray:
-        "Log importance weights log p(x, z_k) - log q(z_k | x) with z_k ~ q(z | x) and the Gaussian decoder; shape (K, n)."
-        self._check_fitted(); X = self._check_X(X); rng = as_rng(rng)
-        with blas_threads():
-            mu, ls = self._encode(self.params, X)
-            z = mu + np.exp(ls) * rng.standard_normal((check_count("K", K),) + mu.shape)
-            return (log_normal_diag(X, self._mean(self.params, z), self._log_sigma(self.params))
-                    + log_normal_diag(z, 0., 0.) - log_normal_diag(z, mu, ls))
+    # ---- evaluation with the Gaussian decoder: `VAE.log_weights`, `iwae`, ... call this likelihood
+    def _log_lik(self, params, X, Z):
+        "log N(x | d(z), sigma^2 I) of every image for codes Z (..., n, d)."
+        return log_normal_diag(X, self._mean(params, Z), self._log_sigma(params))
+
+    def decode(self, Z): # latent codes (n, latent_dim)
+        "Gaussian decoder means d(z) in (0, 1) (grey levels; p(x | z) adds sigma noise to them), shape (n, D)."
+        return super().decode(Z)
+
+    def reconstruct(self, X): # images (n, D), grey levels in [0, 1]
+        "Decode the encoder mean: the Gaussian decoder means d(mu(x)) of the reconstructions, shape (n, D)."
+        return super().reconstruct(X)
 
     def sample(self,
                n_draws:int,       # number of images generated
@@ -671,7 +678,7 @@ SIGMA_VAE_TRAIN = dict(latent_dim=4, hidden=(64,), epochs=40, batch_size=128, lr
 SIGMA_VARIANTS = (1., 0.1, "learned", "optimal")   # the decoder scales compared: fixed 1, hand-tuned 0.1, learned, optimal
 
 def _train_sigma_vae(sigma, rng):
-    data, c = grey_digits_data(), SIGMA_VAE_TRAIN   # the chapter's split: `rng` drives the initialisation and training
+    data, c = digits_data(threshold=None), SIGMA_VAE_TRAIN   # the chapter's split: `rng` drives the initialisation and training
     return SigmaVAE(c["latent_dim"], c["hidden"], sigma=sigma).fit(
         data.X_train, epochs=c["epochs"], batch_size=c["batch_size"], lr=c["lr"], rng=rng, X_val=data.X_test)
 
@@ -688,14 +695,15 @@ def fig_sigma_vae(rng=0,                          # random generator or seed of 
                   n:int=8,                        # images per row
                  ):
     "Test images, reconstructions and samples for three decoder scales; learned sigma and sqrt(E mse) per epoch."
-    data = grey_digits_data()
+    data = digits_data(threshold=None)
     fig = new_figure(width=11, height=5)[0]; fig.clf()
     sub = fig.subfigures(1, 2, width_ratios=[1.25, 1])
     axes = sub[0].subplots(1 + 2 * len(shown), n)
     show_images(axes[0], data.X_test[:n]); axes[0, 0].set_ylabel("test", rotation=0, ha="right", fontsize=9)
+    models = {s: trained_sigma_vae(s, rng=rng) for s in dict.fromkeys((*shown, "learned", "optimal"))}  # each once
     Z = as_rng(rng).standard_normal((n, SIGMA_VAE_TRAIN["latent_dim"]))
     for k, s in enumerate(shown):
-        m = trained_sigma_vae(s, rng=rng)
+        m = models[s]
         name = f"σ={s:g}" if not isinstance(s, str) else f"σ {s}"
         show_images(axes[1 + k], m.reconstruct(data.X_test[:n]))
         show_images(axes[1 + len(shown) + k], m.decode(Z))
@@ -704,7 +712,7 @@ def fig_sigma_vae(rng=0,                          # random generator or seed of 
     sub[0].suptitle("test digits, reconstructions (encoder mean) and samples (same z)", fontsize=10)
     ax = sub[1].subplots()
     for s, col in (("learned", COLORS[0]), ("optimal", COLORS[1])):
-        h = trained_sigma_vae(s, rng=rng).history
+        h = models[s].history
         ax.plot(h["epoch"], h["sigma"], color=col, lw=2, label=f"σ {s}")
         ax.plot(h["epoch"], h["rmse"], color=col, ls="--", lw=1.2, label=f"√(E mse), {s}-σ model")
     ax.set_ylim(0, None); ax.set_xlabel("epoch"); ax.set_ylabel("decoder scale σ (training images)")

@@ -688,7 +688,7 @@ class RWSVAE(VAE):
         else:
             z = getval(mu) + np.exp(getval(ls)) * e                    # fixed draws: no gradient through z
         lq = log_normal_diag(z, mu, ls)
-        lj = log_bernoulli(X, self._logits(params, z)) + log_normal_diag(z, 0., 0.)
+        lj = self._log_lik(params, X, z) + log_normal_diag(z, 0., 0.)
         lse = _alse(lj - lq, axis=0) - np.log(self.K)                  # log (1/K) sum_k w_k, (n,)
         if self.objective == "iwae":
             return lse, 0. * lse

@@ -169,21 +169,41 @@ def _blr(Phi, y, Phi_star, s, sigma, T, how):
     return Phi_star @ m, (var if how == "variance" else np.sqrt(var))
 
 
-def _ekf(mean, cov, f_mean, jac, y, R, how):
-    "One EKF update of N(mean, cov), right or with one typical mistake."
+def _ekf(mean, cov, f_mean, jac, y, R, how, gain=None):
+    "One EKF update of N(mean, cov), right or with one typical mistake (the gain, if given, used as the mistake allows)."
     S = np.linalg.inv(cov) if how == "precision" else cov   # the precision used where the covariance belongs
     s = R if how == "no_spread" else jac @ S @ jac + R       # "no_spread": innovation variance taken as the noise alone
-    k = S @ jac / s
+    k = S @ jac / s if gain is None or how == "kalman_gain" else np.asarray(gain, float)
     r = (f_mean - y) if how == "sign" else (y - f_mean)
+    A = np.eye(len(mean)) - np.outer(k, jac)
     if how == "inner":               # k @ k.T of a 1-D k: the inner product, a number, subtracted from every entry
         new = S - s * (k @ k.T)
     elif how == "no_s":              # k k^T without the innovation variance
         new = S - np.outer(k, k)
     elif how == "stale":             # the covariance never updated
         new = S
-    else:
+    elif how in ("short", "no_spread"):   # the short form S - s k k^T, right for the Kalman gain (of this s) only
         new = S - s * np.outer(k, k)
+    elif how == "one_sided":         # (I - k J) S, right (and symmetric) for the Kalman gain only
+        new = A @ S
+    elif how == "no_noise":          # the Joseph form without the noise term R k k^T
+        new = A @ S @ A.T
+    else:                            # the Joseph form (the Kalman gain when none is given, or "kalman_gain": gain ignored)
+        new = A @ S @ A.T + R * np.outer(k, k)
     return mean + k * r, new
+
+
+def _linear_shift():
+    "bnn.15's third number, max |posterior mean - prior mean| of the last-layer linear model, from the package."
+    from bayesnotes.bnn import toy_regression_data
+    from bayesnotes.sequential import linear_posterior, toy_prior
+    X, y = toy_regression_data(20, rng=5)
+    m0, S0 = toy_prior(rng=1)
+    Phi = np.column_stack([np.tanh(X @ m0[:10][None, :] + m0[10:20]), np.ones(20)])
+    return float(np.abs(linear_posterior(Phi, y, m0[-11:], S0[-11:, -11:], 0.09).mean - m0[-11:]).max())
+
+
+LIN15 = _linear_shift()
 
 
 WRONG = {
@@ -276,13 +296,20 @@ WRONG = {
         lambda *a: _ekf(*a, how="sign"),             # innovation f - y
         lambda *a: _ekf(*a, how="no_s"),             # covariance loses k k^T, not s k k^T
         lambda *a: _ekf(*a, how="no_spread"),        # innovation variance R, without J Sigma J^T
+        lambda *a, gain=None: _ekf(*a, how="short", gain=gain),        # S - s k k^T with a gain that is not Kalman's
+        lambda *a, gain=None: _ekf(*a, how="one_sided", gain=gain),    # (I - k J) S with such a gain
+        lambda *a, gain=None: _ekf(*a, how="no_noise", gain=gain),     # the Joseph form without R k k^T
+        lambda *a, gain=None: _ekf(*a, how="kalman_gain", gain=gain),  # the given gain ignored
+        lambda *a, gain=None: tuple(v * 1.0000003 for v in _ekf(*a, how="joseph", gain=gain)),  # off by 3e-7 in float64
     ],
     "bnn.15": [
         (0.0, 0.0, 0.0),             # the same order twice (or started at the zero prior mean)
-        (0.2559, 1.9619, 4e-16),     # the two network numbers swapped
-        (1.5198, 0.2559, 4e-16),     # noise sd 0.3 used as the variance
+        (0.2559, 1.9619, LIN15),     # the two network numbers swapped
+        (1.5198, 0.2559, LIN15),     # noise sd 0.3 used as the variance
         (1.9619, 0.2559, 0.05),      # the linear model run on other features, or in one order against another model
-        (1.99, 0.2559, 4e-16),       # read too roughly (1.4% off)
+        (1.99, 0.2559, LIN15),       # read too roughly (1.4% off)
+        (1.9619, 0.2559, 0.0),       # the linear model's order difference typed in (or computed) instead of its move
+        (1.9619, 0.2559, 1e-16),     # the same, as rounding error
     ],
 }
 
@@ -324,10 +351,16 @@ HINTS = [
     ("bnn.14", 3, "the observation minus its prediction"),
     ("bnn.14", 4, "not k k^T"),
     ("bnn.14", 5, "not the noise alone"),
+    ("bnn.14", 6, "only for the Kalman gain k = cov jac^T / s (and k = 0)"),
+    ("bnn.14", 7, "not even symmetric"),
+    ("bnn.14", 8, "its share of the error covariance is missing"),
+    ("bnn.14", 9, "use the gain you are given"),
     ("bnn.15", 0, "your two network numbers are zero"),
     ("bnn.15", 1, "the order is"),
     ("bnn.15", 2, "noise_var is a variance"),
-    ("bnn.15", 3, "not rounding error"),
+    ("bnn.15", 3, "not what the stream gives"),
+    ("bnn.15", 5, "your linear-model number is (nearly) zero"),
+    ("bnn.15", 6, "your linear-model number is (nearly) zero"),
 ]
 
 
@@ -338,3 +371,37 @@ def test_wrong_answer_gets_its_hint(ex_id, j, hint, seed):
     hints = hint if isinstance(hint, tuple) else (hint,)           # a tuple: any of these hints is right
     assert not res.passed and any(h in res.message for h in hints), res.message
     assert ex_id != "bnn.6" or "expected:" not in res.message, res.message   # the exact gradient is never shown
+
+
+def test_bnn14_accepts_float32(seed):
+    "A correct update computed (or returned) in float32 passes bnn.14: the tolerance follows the answer's precision."
+    from bayesnotes.exercises import check
+
+    def in_float32(mean, cov, f_mean, jac, y, noise_var, gain=None):
+        f = np.float32
+        args = [np.asarray(v, f) for v in (mean, cov, jac)]
+        k = None if gain is None else np.asarray(gain, f)
+        out = _ekf(args[0], args[1], f(f_mean), args[2], f(y), f(noise_var), "joseph", gain=k)
+        return tuple(v.astype(f) for v in out)       # (np.eye inside _ekf is float64; a float32 program returns float32)
+
+    def cast_float32(*a, gain=None):
+        return tuple(v.astype(np.float32) for v in _ekf(*a, "joseph", gain=gain))
+    for answer in (in_float32, cast_float32):
+        res = check("bnn.14", answer, rng=seed(17))
+        assert res.passed, res.message
+        assert all(np.asarray(v).dtype == np.float32 for v in answer(np.zeros(2), np.eye(2), 0., np.ones(2), 1., 1.))
+
+
+def test_bnn14_near_miss_names_its_size(seed):
+    "A float64 answer off by 3e-7 fails, and the message states the size of the miss (not two identical printouts)."
+    from bayesnotes.exercises import check
+    res = check("bnn.14", WRONG["bnn.14"][10], rng=seed(17))
+    assert not res.passed and "its largest error is 3.0e-07" in res.message, res.message
+
+
+def test_bnn14_fallback_hint_points_to_the_chapter(seed):
+    "An unrecognised wrong update gets a pointer to 7b's equation, not the update itself."
+    from bayesnotes.exercises import check
+    res = check("bnn.14", lambda *a, gain=None: tuple(v * 1.01 for v in _ekf(*a, "joseph", gain=gain)), rng=seed(17))
+    assert not res.passed and "eq-seq-kalman in section 2 of 7b" in res.message, res.message
+    assert "k (y - f_mean)" not in res.message and "cov - s k k^T" not in res.message, res.message

@@ -368,7 +368,7 @@ def test_rmhmc_bad_input_and_seeds(seed):
     k = rmhmc(t, G, step_size=0.3, n_steps=4)
     s1, i1 = k.step(np.random.default_rng(seed(26)), k.init(X0))
     s2, i2 = k.step(np.random.default_rng(seed(26)), k.init(X0))
-    assert np.array_equal(s1.position, s2.position) and i1.n_grad.tolist() == [4, 4, 4]
+    assert np.array_equal(s1.position, s2.position) and i1.n_grad.tolist() == [8, 8, 8]   # 4 forward + 4 back (check)
     s3, i3 = k.step(seed(27), k.init(x0))                       # one chain: scalars
     assert s3.position.shape == (3,) and np.ndim(i3.accept_prob) == 0 and i3.n_metric >= 5
 
@@ -376,3 +376,170 @@ def test_rmhmc_bad_input_and_seeds(seed):
 def anp_diag(X, sign):
     "A diagonal 'metric' with entries sign * (1 + x^2): not positive definite for sign < 0."
     return sign * (1 + X[..., :, None] ** 2) * np.eye(X.shape[-1])
+
+
+# --- RMHMC: the reversibility check, the Metropolis correction, eq. (11), warm-up and warnings ---------------------
+import warnings as _warnings
+import autograd
+import autograd.numpy as anp
+from bayesnotes.mcmc import DualAveraging, SamplerWarning
+
+ONE_D = gaussian_target(sd=np.array([1.0]))
+
+
+def one_d_metric(X):
+    "G(x) = 1 + 4 x^2 on N(0, 1): at step 0.9 the implicit steps fail for about half the momenta (the reviewer's case)."
+    return 1.0 + 4.0 * X[..., :1, None] ** 2
+
+
+def test_reversibility_check_removes_the_bias(seed):
+    """N(0, 1), G(x) = 1 + 4 x^2, one generalised leapfrog step of 0.9, at most 20 fixed-point iterations. C = 120 000
+    chains start at exact draws and make ONE transition; under invariance d = 1{|x1| < 1/4} - 1{|x0| < 1/4} has mean 0,
+    compared by a z bound over the chains at false alarm 1e-6 (|z| < 4.89). Rejecting only forward failures leaks mass
+    out of |x| < 1/4: measured mean of d -0.0076, sd 0.298 (2e5 chains), so z ~ -0.0254 sqrt(C) = -8.8 here; the
+    no-check kernel must fail the bound (probability of missing it Phi(4.89 - 8.8) ~ 5e-5), the checked one must pass."""
+    C, zb = 120_000, stats.norm.isf(1e-6 / 2)
+    zs = {}
+    for check in (False, True):
+        rng = np.random.default_rng(seed(30))
+        x0 = rng.standard_normal((C, 1))
+        k = rmhmc(ONE_D, one_d_metric, step_size=0.9, n_steps=1, max_fixed_point=20, reversibility_check=check)
+        with np.errstate(all="ignore"):
+            s, info = k.step(rng, k.init(x0))
+        d = (np.abs(s.position[:, 0]) < 0.25).astype(float) - (np.abs(x0[:, 0]) < 0.25)
+        zs[check] = d.mean() / (d.std(ddof=1) / np.sqrt(C))
+        assert 0.3 < info.converged.mean() < 0.7                   # the failure branch is exercised in earnest
+    assert abs(zs[True]) < zb, zs
+    assert zs[False] < -zb, zs                                     # power of the statistic against the measured bias
+
+
+def _one_d_reference(x, p, eps, tol, max_fp):
+    "Forward and backward generalised leapfrog of the 1-d example: (x1, p1) or None, and whether the round trip returns."
+    try:
+        x1, p1 = generalized_leapfrog(ONE_D, one_d_metric, x, p, eps, fixed_point_tol=tol, max_fixed_point=max_fp)
+    except ValueError:
+        return None, False
+    try:
+        x2, p2 = generalized_leapfrog(ONE_D, one_d_metric, x1, -p1, eps, fixed_point_tol=tol, max_fixed_point=max_fp)
+    except ValueError:
+        return (x1, p1), False
+    r = np.sqrt(tol)
+    return (x1, p1), bool(np.all(np.abs(x2 - x) <= r * (1 + np.abs(x))) and np.all(np.abs(-p2 - p) <= r * (1 + np.abs(p))))
+
+
+def test_failed_solves_and_failed_round_trips_are_rejected(seed):
+    """Deterministic, chain by chain: the kernel draws p = L z with z the first normals of its stream, so each chain's
+    trajectory is recomputed by `generalized_leapfrog`. A forward failure gives converged = False; a backward failure (or
+    a return elsewhere) gives reversible = False; both have accept_prob 0 and stay put. Elsewhere accept_prob =
+    min(1, exp(H0 - H1)) with H from `rmhmc_hamiltonian`. Each class must occur: the starts are uniform on |x| < 1/4,
+    where (measured over 1e5 starts) 47% of forward solves fail and 4.7% of transitions fail only on the way back, so
+    the backward-failure class of 300 chains is empty with probability 0.953^300 < 1e-6."""
+    C, eps, tol, mfp = 300, 0.9, 1e-10, 20
+    x0 = np.random.default_rng(seed(31)).uniform(-0.25, 0.25, (C, 1))
+    k = rmhmc(ONE_D, one_d_metric, step_size=eps, n_steps=1, fixed_point_tol=tol, max_fixed_point=mfp)
+    with np.errstate(all="ignore"):
+        s, info = k.step(np.random.default_rng(seed(32)), k.init(x0))
+    p0 = np.sqrt(1 + 4 * x0 ** 2) * np.random.default_rng(seed(32)).standard_normal((C, 1))
+    seen = {"forward": 0, "backward": 0, "ok": 0}
+    for c in range(C):
+        fwd, back = _one_d_reference(x0[c], p0[c], eps, tol, mfp)
+        if fwd is None:
+            seen["forward"] += 1
+            assert not info.converged[c] and info.accept_prob[c] == 0 and s.position[c, 0] == x0[c, 0]
+        elif not back:
+            seen["backward"] += 1
+            assert info.converged[c] and not info.reversible[c] and info.accept_prob[c] == 0
+            assert s.position[c, 0] == x0[c, 0] and info.n_grad[c] == 2
+        else:
+            seen["ok"] += 1
+            h0, h1 = rmhmc_hamiltonian(ONE_D, one_d_metric, x0[c], p0[c]), rmhmc_hamiltonian(ONE_D, one_d_metric, *fwd)
+            assert info.converged[c] and info.reversible[c]
+            assert abs(info.accept_prob[c] - min(1.0, np.exp(h0 - h1))) < 1e-8, (info.accept_prob[c], h0, h1)
+            if info.accepted[c]:
+                assert abs(s.position[c, 0] - fwd[0][0]) < 1e-8
+    assert min(seen.values()) > 0, seen
+    # with the check off, a backward failure is accepted like any converged transition
+    k0 = rmhmc(ONE_D, one_d_metric, step_size=eps, n_steps=1, fixed_point_tol=tol, max_fixed_point=mfp,
+               reversibility_check=False)
+    with np.errstate(all="ignore"):
+        _, i0 = k0.step(np.random.default_rng(seed(32)), k0.init(x0))
+    assert np.all(i0.reversible) and np.array_equal(i0.converged, info.converged) and np.all(i0.n_grad == 1)
+    assert np.all(i0.accept_prob[~i0.converged] == 0)                # a forward failure is rejected either way
+
+
+def test_accept_prob_is_the_metropolis_ratio_on_the_funnel(seed):
+    "Funnel (d = 4), Fisher metric, 6 steps: accept_prob = min(1, exp(H0 - H1)) per chain, H0, H1 by `rmhmc_hamiltonian`."
+    t, G, C = funnel(4), funnel_fisher_metric(4), 12
+    rng = np.random.default_rng(seed(33))
+    v = 3.0 * rng.standard_normal(C)
+    X = np.column_stack([v, rng.standard_normal((C, 3)) * np.exp(v / 2)[:, None]])
+    k = rmhmc(t, G, step_size=0.5, n_steps=6)
+    s, info = k.step(np.random.default_rng(seed(34)), k.init(X))
+    Z = np.random.default_rng(seed(34)).standard_normal((C, 4))
+    expected = []
+    for c in range(C):
+        p = np.linalg.cholesky(G(X[c:c + 1])[0]) @ Z[c]
+        x1, p1 = generalized_leapfrog(t, G, X[c], p, 0.5, n_steps=6, fixed_point_tol=1e-10, max_fixed_point=50)
+        expected.append(min(1.0, np.exp(rmhmc_hamiltonian(t, G, X[c], p) - rmhmc_hamiltonian(t, G, x1, p1))))
+    expected = np.array(expected)
+    assert np.all(np.abs(info.accept_prob - expected) < 1e-8), (info.accept_prob, expected)
+    assert expected.min() < 0.999 and expected.max() == 1.0        # both signs of H0 - H1 occur
+
+
+def test_funnel_fisher_metric_is_eq_11():
+    """G(v, x) = diag(1/s^2 + n/2, e^{-v}, ...) (eq. 11), and it equals E_{x|v}[-Hessian of log pi]: the Hessian is a
+    polynomial of degree 2 in x, so Gauss-Hermite quadrature with 3 nodes per coordinate is exact (up to rounding)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(3)
+    weights = weights / weights.sum()                                # E over N(0, 1)
+    for d, s in ((3, 3.0), (4, 1.5)):
+        G = funnel_fisher_metric(d, scale=s)
+        def logp(z):                                                  # the funnel written out independently
+            return -0.5 * (z[0] / s) ** 2 - 0.5 * anp.sum(z[1:] ** 2) * anp.exp(-z[0]) - 0.5 * (d - 1) * z[0]
+        H = autograd.hessian(logp)
+        for v in (-4.0, 0.3, 2.5):
+            formula = np.diag(np.r_[1 / s ** 2 + (d - 1) / 2, np.full(d - 1, np.exp(-v))])
+            assert np.allclose(G(np.r_[v, np.zeros(d - 1)][None])[0], formula, rtol=1e-13, atol=0)
+            avg = np.zeros((d, d))
+            for idx in np.ndindex(*(3,) * (d - 1)):
+                z = nodes[list(idx)]
+                avg -= np.prod(weights[list(idx)]) * H(np.r_[v, z * np.exp(v / 2)])
+            assert np.allclose(avg, formula, rtol=1e-10, atol=1e-12), (avg, formula)
+            assert np.allclose(G(np.r_[v, np.ones(d - 1)][None])[0], formula, rtol=1e-13)   # depends on v only
+
+
+def test_sample_rmhmc_warmup_is_dual_averaging(seed):
+    """The driver's step sizes are those of `mcmc.DualAveraging` updated after EVERY warm-up transition, then its
+    averaged step size (as `mcmc.sample`), reproduced by stepping the kernel on the same random stream; n_warmup = 1
+    included (the old driver skipped the last update and returned the initial step size)."""
+    t, G = funnel(3), funnel_fisher_metric(3)
+    X0 = np.array([[0.5, 0.2, -0.3], [-1.0, 0.1, 0.2]])
+    for nw in (1, 4):
+        r = sample_rmhmc(t, G, X0, n_warmup=nw, n_draws=2, step_size=0.05, n_steps=3, rng=seed(35))
+        rng, da, eps = np.random.default_rng(seed(35)), DualAveraging(np.full(2, 0.05), 0.8), np.full(2, 0.05)
+        state, used = rmhmc(t, G, n_steps=3).init(X0), []
+        for _ in range(nw):
+            used.append(eps)
+            state, info = rmhmc(t, G, step_size=eps, n_steps=3).step(rng, state)
+            eps = da.update(info.accept_prob)
+        assert np.allclose(r.warmup_step_size, np.array(used).T, rtol=1e-12)
+        assert np.allclose(r.step_size, da.final_step_size, rtol=1e-12) and not np.allclose(r.step_size, 0.05)
+
+
+def test_sample_rmhmc_warns_and_rejects_asymmetric_metrics(seed):
+    "SamplerWarning for rejected unconverged / irreversible transitions; ValueError naming the metric if G is not symmetric."
+    x0 = np.random.default_rng(seed(36)).standard_normal((50, 1))
+    with pytest.warns(SamplerWarning, match="rejected"), np.errstate(all="ignore"):
+        r = sample_rmhmc(ONE_D, one_d_metric, x0, n_warmup=0, n_draws=3, step_size=0.9, n_steps=1, adapt=False,
+                         max_fixed_point=20, rng=seed(37))
+    assert np.all(r.stats.accept_prob[~(r.converged & r.reversible)] == 0)
+    with _warnings.catch_warnings():                               # a small step: no warning at all
+        _warnings.simplefilter("error", SamplerWarning)
+        sample_rmhmc(ONE_D, one_d_metric, x0, n_warmup=0, n_draws=3, step_size=0.1, n_steps=2, adapt=False, rng=seed(38))
+    t, G = funnel(3), funnel_fisher_metric(3)
+    skew = np.array([[0.0, 0.5, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    G_ns = lambda X: G(X) + skew
+    x = np.array([0.5, 0.2, -0.3])
+    for f in (lambda: rmhmc(t, G_ns).init(x), lambda: generalized_leapfrog(t, G_ns, x, x, 0.1),
+              lambda: rmhmc_hamiltonian(t, G_ns, x, x)):
+        with pytest.raises(ValueError, match="metric.*not symmetric"):
+            f()
