@@ -576,8 +576,8 @@ def separable_data(n=40,   # number of points
 
 def logistic_map(X,              # (n, d) design matrix
                  y,              # (n,) labels in {0, 1}
-                 prior_var=1.0): # variance sigma^2 of the N(0, sigma^2 I) prior
-    "MAP weights of Bayesian logistic regression: ERM with log loss plus |w|^2 / (2 sigma^2)."
+                 prior_var=1.0): # variance omega of the N(0, omega I) prior
+    "MAP weights of Bayesian logistic regression: ERM with log loss plus |w|^2 / (2 omega)."
     s2 = float(check_positive("prior_var", prior_var))
     target = logistic_regression(X, y, prior_scale=np.sqrt(s2))
     def neg(w):
@@ -591,7 +591,7 @@ def logistic_map(X,              # (n, d) design matrix
 def _laplace_logistic(X, y, prior_var):
     "Laplace approximation N(w_map, H^{-1}) of logistic regression, by the VI chapter's `laplace`; returns (mean, cov)."
     s2 = float(check_positive("prior_var", prior_var))
-    def log_post_hessian(w):   # -(X^T diag(p (1 - p)) X + I / sigma^2), exact
+    def log_post_hessian(w):   # -(X^T diag(p (1 - p)) X + I / omega), exact
         p = special.expit(X @ w)
         return -((X * (p * (1 - p))[:, None]).T @ X + np.eye(X.shape[1]) / s2)
     with blas_threads(1):
